@@ -1,0 +1,36 @@
+#pragma once
+/// Element types of tensors in a case or a graph, and exact rounding to them.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace sdpa {
+
+enum class DType { f64, f32, f16, bf16, i8, i32, i64, b8 };
+
+/// Short name used in corpus files and printed graphs: "f32", "bf16", "bool".
+const char* dtype_name(DType t);
+std::optional<DType> parse_dtype(const std::string& name);
+
+bool is_floating(DType t);
+bool is_integral(DType t);  // i8, i32, i64 (not bool)
+
+/// Rounds x to the nearest value of type t (ties to even, IEEE overflow to
+/// inf for floats, saturation for integers, != 0 for bool). f64 is identity.
+double round_to(DType t, double x);
+
+/// Unit roundoff u = 2^-p of a floating type (f32: 2^-24, bf16: 2^-8).
+double unit_roundoff(DType t);
+
+/// Distance from |x| to the next representable value of t away from zero
+/// (the unit in the last place at x); for integers 1.
+double ulp(DType t, double x);
+
+/// The lowest finite value of t (used for the mask fill "min").
+double lowest(DType t);
+
+/// The type a naive kernel accumulates in for inputs of type t: f32 for the
+/// 16-bit floats (as ATen's CPU kernels do), t otherwise.
+DType accumulation_type(DType t);
+
+}  // namespace sdpa

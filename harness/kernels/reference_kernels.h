@@ -1,0 +1,27 @@
+#pragma once
+/// Naive kernels for the aten ops the modeled graphs hold, in two numerics:
+/// `exact` (no rounding, long double accumulation: the meaning of a graph)
+/// and `emulated` (round each op's result to its dtype and accumulate in
+/// the type a naive CPU kernel would: f32 for f16/bf16, as ATen's CPU
+/// kernels do; used for the baseline and portable kernel sets).
+#include <string>
+
+#include "harness/kernel_set.h"
+
+namespace sdpa {
+
+enum class Numerics { exact, emulated };
+
+/// Every op below, in the given numerics:
+/// aten.{mul,add,sub,div}.{Tensor,Scalar}, transpose.int, permute,
+/// contiguous, clone, reshape, view, _unsafe_view, expand, unsqueeze,
+/// squeeze.dims, matmul, bmm, _softmax, softmax.int, _safe_softmax,
+/// repeat_interleave.self_int, ones, zeros, full, zeros_like, tril,
+/// logical_not, masked_fill.Scalar, where.self, where.Scalar,
+/// native_dropout, _to_copy, scaled_dot_product_attention.
+KernelSet make_reference_kernels(const std::string& name, Numerics numerics);
+
+/// The exact kernel set every target's soundness check runs on.
+const KernelSet& exact_kernels();
+
+}  // namespace sdpa

@@ -1,0 +1,55 @@
+#pragma once
+/// Symbolic sizes: integer polynomials over named symbols (s0 + 1, 2 * s1).
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sdpa {
+
+/// A value for every symbol of a case: one runtime size, or the export hints.
+using Assignment = std::map<std::string, int64_t>;
+
+/// A size expression: a sum of integer-weighted products of symbols, kept in
+/// canonical form so that structurally equal sizes compare equal.
+class SymExpr {
+ public:
+  SymExpr(int64_t constant = 0);  // NOLINT: integers are sizes
+  static SymExpr symbol(const std::string& name);
+  /// Parses integers, symbol names, +, -, * and parentheses ("s0 + 1").
+  /// Throws std::invalid_argument with the offending text.
+  static SymExpr parse(const std::string& text);
+
+  bool is_constant() const;
+  /// The value of a constant expression; throws when it is not one.
+  int64_t constant() const;
+  /// True when the expression is exactly one symbol with weight 1.
+  bool is_symbol() const;
+  std::set<std::string> symbols() const;
+
+  /// Value under an assignment; throws std::out_of_range naming a missing symbol.
+  int64_t eval(const Assignment& values) const;
+
+  std::string str() const;
+
+  SymExpr operator+(const SymExpr& o) const;
+  SymExpr operator-(const SymExpr& o) const;
+  SymExpr operator*(const SymExpr& o) const;
+  bool operator==(const SymExpr& o) const { return terms_ == o.terms_; }
+  bool operator!=(const SymExpr& o) const { return !(*this == o); }
+  bool operator<(const SymExpr& o) const { return terms_ < o.terms_; }
+
+  /// Monomial (sorted symbol names, repeated for powers) -> weight.
+  const std::map<std::vector<std::string>, int64_t>& terms() const { return terms_; }
+
+ private:
+  void normalize();
+  std::map<std::vector<std::string>, int64_t> terms_;
+};
+
+using SymShape = std::vector<SymExpr>;
+std::string shape_str(const SymShape& shape);
+std::vector<int64_t> eval_shape(const SymShape& shape, const Assignment& values);
+
+}  // namespace sdpa
