@@ -1,0 +1,19 @@
+#pragma once
+/// Which calls a target's entry form takes: the generators draw only these.
+#include <vector>
+
+#include "harness/dtype.h"
+
+namespace sdpa {
+
+struct CaseSpace {
+  std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64};
+  bool bshd_layout = true;    // entry form may hold q, k, v as [..., L, H, D]
+  bool start_pos = false;     // the entry form carries a KV-cache position
+  bool dropout = true;
+  bool masks = true;
+  bool dynamic_dims = true;
+  int max_batch_rank = 2;
+};
+
+}  // namespace sdpa
