@@ -46,4 +46,9 @@ const KernelSet& exact_kernels() {
   return k;
 }
 
+const KernelSet& naive_kernels() {
+  static const KernelSet k = make_reference_kernels("naive", Numerics::emulated);
+  return k;
+}
+
 }  // namespace sdpa

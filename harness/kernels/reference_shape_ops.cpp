@@ -96,6 +96,24 @@ void add_shape_kernels(KernelSet& k, Num) {
     r.shape = s;
     return one(r);
   });
+  k.add("aten.repeat.default", [](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    auto reps = a.ints(1);
+    if (reps.size() < x.shape.size()) refuse(a, "repeat: fewer repeats than dims");
+    Shape in(reps.size() - x.shape.size(), 1);
+    in.insert(in.end(), x.shape.begin(), x.shape.end());
+    Shape out(reps.size());
+    for (size_t d = 0; d < reps.size(); ++d) out[d] = in[d] * reps[d];
+    Tensor r(x.dtype, out);
+    auto xs = strides_of(in);
+    int64_t flat = 0;
+    for_each_index(out, [&](const std::vector<int64_t>& idx) {
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % in[d]) * xs[d];
+      r.data[flat++] = x.data[off];
+    });
+    return one(r);
+  });
   k.add("aten.repeat_interleave.self_int", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
     int64_t repeats = a.integer(1);

@@ -1,0 +1,112 @@
+#include "backends/aten/aten_target.h"
+
+#include "backends/aten/libtorch_kernels.h"
+#include "backends/aten/math_decomposition.h"
+#include "backends/aten/portable_kernels.h"
+#include "backends/common/sdpa_entry.h"
+#include "harness/kernels/reference_kernels.h"
+
+namespace sdpa::aten {
+namespace {
+
+constexpr const char* kFullyMaskedNan = "libtorch-1.13-fully-masked-nan";
+
+const std::map<std::string, std::string>& mutant_table() {
+  static const std::map<std::string, std::string> m = {
+      {"drop-scale", "the decomposition leaves out the sqrt(scale) multiplies"},
+      {"causal-bottom-right", "the causal mask is aligned bottom-right (tril diagonal Lkv - Lq)"},
+      {"gqa-modulo", "GQA maps query head h to kv head h % Hkv (tile instead of repeat_interleave)"},
+      {"softmax-no-max", "the portable _safe_softmax does not subtract the row max"}};
+  return m;
+}
+
+class AtenTarget : public Target {
+ public:
+  explicit AtenTarget(Options options)
+      : options_(std::move(options)),
+        mutant_(parse_mutant(options_.at("mutant"))),
+        pass_(mutant_),
+        portable_(portable_kernels(mutant_)) {}
+
+  std::string name() const override { return "aten"; }
+  const Options& options() const override { return options_; }
+
+  CaseSpace case_space() const override {
+    CaseSpace s;
+    s.dtypes.clear();
+    for (const auto& ks : kernel_sets())
+      for (DType t : ks.dtypes)
+        if (std::find(s.dtypes.begin(), s.dtypes.end(), t) == s.dtypes.end()) s.dtypes.push_back(t);
+    return s;
+  }
+
+  std::optional<std::string> refuses(const Case& c) const override {
+    if (!(c.start_pos == SymExpr(0)))
+      return std::string("the aten entry form has no KV-cache position; start_pos must be 0");
+    if (c.dtype == DType::i8) return std::string("the aten target takes float calls only");
+    return std::nullopt;
+  }
+
+  Graph entry(const Case& c) const override { return sdpa_entry_graph(c); }
+  std::vector<const Pass*> passes() const override { return {&pass_}; }
+
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    const std::string& which = options_.at("kernels");
+    std::vector<KernelSetInfo> out;
+    if (which == "all" || which == "libtorch")
+      out.push_back({&libtorch_kernels(), libtorch_dtypes(), "real ATen ops from LibTorch 1.13"});
+    if (which == "all" || which == "portable")
+      out.push_back({&portable_, {DType::f32, DType::f16, DType::bf16, DType::f64},
+                     "naive kernels in the case dtype, f16/bf16 emulated exactly"});
+    return out;
+  }
+
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+
+  std::vector<DeclaredDivergence> divergences() const override {
+    return {{kFullyMaskedNan,
+             "LibTorch 1.13's fused _scaled_dot_product_attention gives NaN for a fully masked "
+             "row; current PyTorch (_safe_softmax) gives 0"}};
+  }
+
+  std::optional<std::string> explains_nan(const Case&, const Golden& g,
+                                          const std::vector<int64_t>& rows,
+                                          const std::string& kernel_set) const override {
+    if (kernel_set != "libtorch") return std::nullopt;
+    for (int64_t r : rows)
+      if (!g.fully_masked.at(static_cast<size_t>(r))) return std::nullopt;
+    return std::string(kFullyMaskedNan);
+  }
+
+ private:
+  Options options_;
+  Mutant mutant_;
+  MathDecompositionPass pass_;
+  KernelSet portable_;
+};
+
+class AtenFactory : public TargetFactory {
+ public:
+  std::string name() const override { return "aten"; }
+  std::string description() const override {
+    return "PyTorch SDPA through its math decomposition, on LibTorch and portable kernels";
+  }
+  std::vector<OptionSpec> option_specs() const override {
+    std::vector<std::string> mutants{"none"};
+    for (const auto& [name, what] : mutant_table()) mutants.push_back(name);
+    return {{"guard", {"upstream"}, "upstream", "guard policy: the decomposition takes every call"},
+            {"entry", {"sdpa"}, "sdpa", "entry form: aten.scaled_dot_product_attention from export"},
+            {"kernels", {"all", "libtorch", "portable"}, "all", "kernel sets to check"},
+            {"mutant", mutants, "none", "a deliberately wrong pass or kernel (self-tests)"}};
+  }
+  std::map<std::string, std::string> mutants() const override { return mutant_table(); }
+  std::unique_ptr<Target> make(const Options& options) const override {
+    return std::make_unique<AtenTarget>(options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TargetFactory> make_factory() { return std::make_unique<AtenFactory>(); }
+
+}  // namespace sdpa::aten

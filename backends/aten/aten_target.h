@@ -1,0 +1,12 @@
+#pragma once
+/// Target `aten`: PyTorch's own SDPA, decomposed by its math reference and
+/// run on LibTorch's ATen kernels and on naive portable kernels.
+#include <memory>
+
+#include "harness/target.h"
+
+namespace sdpa::aten {
+
+std::unique_ptr<TargetFactory> make_factory();
+
+}  // namespace sdpa::aten

@@ -1,0 +1,188 @@
+// The one file of the aten target that includes ATen.
+#include "backends/aten/libtorch_kernels.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "harness/tensor_data.h"
+
+namespace sdpa::aten {
+namespace {
+
+at::ScalarType to_at(DType t) {
+  switch (t) {
+    case DType::f64: return at::kDouble;
+    case DType::f32: return at::kFloat;
+    case DType::f16: return at::kHalf;
+    case DType::bf16: return at::kBFloat16;
+    case DType::i8: return at::kChar;
+    case DType::i32: return at::kInt;
+    case DType::i64: return at::kLong;
+    case DType::b8: return at::kBool;
+  }
+  return at::kDouble;
+}
+
+at::Tensor to_aten(const Tensor& t) {
+  at::Tensor d = at::from_blob(const_cast<double*>(t.data.data()), t.shape, at::kDouble);
+  return t.dtype == DType::f64 ? d.clone() : d.to(to_at(t.dtype));
+}
+
+Tensor from_aten(const at::Tensor& a, DType t) {
+  Tensor out(t, a.sizes().vec());
+  at::Tensor d = a.to(at::kDouble).contiguous();
+  std::copy(d.data_ptr<double>(), d.data_ptr<double>() + d.numel(), out.data.begin());
+  return out;
+}
+
+using AtenFn = std::function<at::Tensor(const KernelArgs&)>;
+
+// Wraps an ATen computation: its c10::Error (an op without a kernel for a
+// dtype, a shape ATen rejects) becomes an `unsupported` result.
+KernelFn wrap(AtenFn fn) {
+  return [fn](const KernelArgs& a) {
+    try {
+      return std::vector<Tensor>{from_aten(fn(a), a.out_dtype())};
+    } catch (const c10::Error& e) {
+      std::string msg = e.what_without_backtrace();
+      throw KernelError(KernelError::Kind::unsupported, "LibTorch: " + msg.substr(0, msg.find('\n')));
+    }
+  };
+}
+
+at::Tensor T(const KernelArgs& a, size_t i) { return to_aten(a.tensor(i)); }
+
+at::Tensor safe_softmax(const at::Tensor& x, int64_t dim) {
+  at::Tensor all_masked = at::eq(x, -INFINITY).all(dim, /*keepdim=*/true);
+  return at::where(all_masked, at::zeros({}, x.options()), at::softmax(x, dim));
+}
+
+// The keep mask drawn from the case's "dropout" stream (ATen's own RNG
+// could not be replayed), applied as ATen's dropout does: x * (keep / (1-p)).
+at::Tensor keep_mask(const KernelArgs& a, const at::Tensor& x, double p) {
+  CounterStream stream(a.ctx.data_seed, "dropout");
+  std::vector<double> keep(static_cast<size_t>(x.numel()));
+  for (size_t i = 0; i < keep.size(); ++i) keep[i] = dropout_keep(stream, i, p) ? 1.0 : 0.0;
+  return at::from_blob(keep.data(), x.sizes(), at::kDouble).to(at::kBool);
+}
+
+at::Tensor dropout(const at::Tensor& x, const at::Tensor& keep, double p) {
+  return at::mul(x, at::div(keep.to(x.scalar_type()), 1.0 - p));
+}
+
+// The math composition in the inputs' dtype, for calls LibTorch 1.13's
+// fused op cannot take (explicit scale, GQA, dropout with our RNG stream).
+at::Tensor composed_sdpa(const KernelArgs& a) {
+  at::Tensor q = T(a, 0), k = T(a, 1), v = T(a, 2);
+  double p = a.real(4, 0.0);
+  bool causal = a.flag(5, false);
+  int64_t hq = q.size(-3), hkv = k.size(-3);
+  if (a.kwarg_flag("enable_gqa", false) && hq != hkv) {
+    k = at::repeat_interleave(k, hq / hkv, -3);
+    v = at::repeat_interleave(v, hq / hkv, -3);
+  }
+  double scale = a.kwarg_real("scale").value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  double sf = std::sqrt(std::fabs(scale));
+  at::Tensor attn = at::matmul(at::mul(q, scale < 0 ? -sf : sf), at::mul(k.transpose(-2, -1), sf));
+  auto to_additive = [&](const at::Tensor& keep) {
+    return at::zeros_like(keep, attn.options()).masked_fill(at::logical_not(keep), -INFINITY);
+  };
+  if (causal) attn = attn + to_additive(at::ones({q.size(-2), k.size(-2)}, at::kBool).tril());
+  if (a.has(3)) {
+    at::Tensor m = T(a, 3);
+    attn = attn + (m.scalar_type() == at::kBool ? to_additive(m) : m.to(attn.scalar_type()));
+  }
+  attn = safe_softmax(attn, -1);
+  if (p > 0) attn = dropout(attn, keep_mask(a, attn, p), p);
+  return at::matmul(attn, v);
+}
+
+at::Tensor sdpa(const KernelArgs& a) {
+  int64_t hq = a.tensor(0).size(-3), hkv = a.tensor(1).size(-3);
+  bool grouped = a.kwarg_flag("enable_gqa", false) && hq != hkv && hkv != 1;
+  if (a.kwarg_real("scale") || a.real(4, 0.0) > 0 || grouped) return composed_sdpa(a);
+  // LibTorch 1.13's own op: default scale, no GQA, NaN for fully masked rows.
+  const Tensor* m = a.optional_tensor(3);
+  c10::optional<at::Tensor> mask;
+  if (m) mask = to_aten(*m);
+  return std::get<0>(at::_scaled_dot_product_attention(T(a, 0), T(a, 1), T(a, 2), mask, 0.0,
+                                                        false, a.flag(5, false)));
+}
+
+KernelSet build() {
+  KernelSet k("libtorch");
+  k.add("aten.transpose.int", wrap([](const KernelArgs& a) { return T(a, 0).transpose(a.integer(1), a.integer(2)); }));
+  k.add("aten.permute.default", wrap([](const KernelArgs& a) { return T(a, 0).permute(a.ints(1)); }));
+  for (const char* op : {"aten.contiguous.default", "aten.clone.default", "aten.alias.default"})
+    k.add(op, wrap([](const KernelArgs& a) { return T(a, 0).contiguous(); }));
+  for (const char* op : {"aten.reshape.default", "aten.view.default", "aten._unsafe_view.default"})
+    k.add(op, wrap([](const KernelArgs& a) { return T(a, 0).reshape(a.ints(1)); }));
+  k.add("aten.expand.default", wrap([](const KernelArgs& a) { return T(a, 0).expand(a.ints(1)); }));
+  k.add("aten.unsqueeze.default", wrap([](const KernelArgs& a) { return T(a, 0).unsqueeze(a.integer(1)); }));
+  k.add("aten.squeeze.dims", wrap([](const KernelArgs& a) {
+    at::Tensor x = T(a, 0);
+    std::vector<int64_t> shape, dims = a.ints(1);
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      bool drop = false;
+      for (int64_t s : dims) drop = drop || ((s < 0 ? s + x.dim() : s) == d && x.size(d) == 1);
+      if (!drop) shape.push_back(x.size(d));
+    }
+    return x.reshape(shape);
+  }));
+  k.add("aten._to_copy.default", wrap([](const KernelArgs& a) { return T(a, 0).to(to_at(a.out_dtype())); }));
+  k.add("aten.repeat_interleave.self_int", wrap([](const KernelArgs& a) {
+    return at::repeat_interleave(T(a, 0), a.integer(1), a.integer(2));
+  }));
+  k.add("aten.repeat.default", wrap([](const KernelArgs& a) { return T(a, 0).repeat(a.ints(1)); }));
+  k.add("aten.mul.Scalar", wrap([](const KernelArgs& a) { return at::mul(T(a, 0), a.real(1)); }));
+  k.add("aten.div.Scalar", wrap([](const KernelArgs& a) { return at::div(T(a, 0), a.real(1)); }));
+  k.add("aten.add.Scalar", wrap([](const KernelArgs& a) { return at::add(T(a, 0), a.real(1)); }));
+  k.add("aten.mul.Tensor", wrap([](const KernelArgs& a) { return at::mul(T(a, 0), T(a, 1)); }));
+  k.add("aten.add.Tensor", wrap([](const KernelArgs& a) { return at::add(T(a, 0), T(a, 1)); }));
+  k.add("aten.sub.Tensor", wrap([](const KernelArgs& a) { return at::sub(T(a, 0), T(a, 1)); }));
+  k.add("aten.div.Tensor", wrap([](const KernelArgs& a) { return at::div(T(a, 0), T(a, 1)); }));
+  k.add("aten.matmul.default", wrap([](const KernelArgs& a) { return at::matmul(T(a, 0), T(a, 1)); }));
+  k.add("aten.bmm.default", wrap([](const KernelArgs& a) { return at::bmm(T(a, 0), T(a, 1)); }));
+  k.add("aten.ones.default", wrap([](const KernelArgs& a) { return at::ones(a.ints(0), to_at(a.out_dtype())); }));
+  k.add("aten.zeros.default", wrap([](const KernelArgs& a) { return at::zeros(a.ints(0), to_at(a.out_dtype())); }));
+  k.add("aten.full.default", wrap([](const KernelArgs& a) { return at::full(a.ints(0), a.real(1), to_at(a.out_dtype())); }));
+  k.add("aten.zeros_like.default", wrap([](const KernelArgs& a) { return at::zeros_like(T(a, 0), to_at(a.out_dtype())); }));
+  k.add("aten.tril.default", wrap([](const KernelArgs& a) { return at::tril(T(a, 0), a.integer(1, 0)); }));
+  k.add("aten.logical_not.default", wrap([](const KernelArgs& a) { return at::logical_not(T(a, 0)); }));
+  k.add("aten.masked_fill.Scalar", wrap([](const KernelArgs& a) { return at::masked_fill(T(a, 0), T(a, 1), a.real(2)); }));
+  k.add("aten.where.self", wrap([](const KernelArgs& a) { return at::where(T(a, 0), T(a, 1), T(a, 2)); }));
+  k.add("aten.where.Scalar", wrap([](const KernelArgs& a) {
+    at::Tensor c = T(a, 0);
+    return at::where(c, at::full({}, a.real(1), to_at(a.out_dtype())), at::full({}, a.real(2), to_at(a.out_dtype())));
+  }));
+  k.add("aten._softmax.default", wrap([](const KernelArgs& a) { return at::_softmax(T(a, 0), a.integer(1), false); }));
+  k.add("aten.softmax.int", wrap([](const KernelArgs& a) { return at::softmax(T(a, 0), a.integer(1)); }));
+  k.add("aten._safe_softmax.default", wrap([](const KernelArgs& a) { return safe_softmax(T(a, 0), a.integer(1)); }));
+  k.add("aten.scaled_dot_product_attention.default", wrap(sdpa));
+  // native_dropout returns (output, mask): two outputs, wrapped by hand.
+  k.add("aten.native_dropout.default", [](const KernelArgs& a) {
+    try {
+      at::Tensor x = T(a, 0);
+      double p = a.real(1);
+      bool active = a.flag(2, true) && p > 0;
+      at::Tensor keep = active ? keep_mask(a, x, p) : at::ones_like(x, at::kBool);
+      at::Tensor out = active ? dropout(x, keep, p) : x;
+      return std::vector<Tensor>{from_aten(out, a.out_dtype(0)), from_aten(keep, DType::b8)};
+    } catch (const c10::Error& e) {
+      throw KernelError(KernelError::Kind::unsupported, std::string("LibTorch: ") + e.what_without_backtrace());
+    }
+  });
+  return k;
+}
+
+}  // namespace
+
+std::vector<DType> libtorch_dtypes() { return {DType::f32, DType::bf16, DType::f64}; }
+
+const KernelSet& libtorch_kernels() {
+  static const KernelSet k = build();
+  return k;
+}
+
+}  // namespace sdpa::aten

@@ -1,0 +1,38 @@
+#pragma once
+/// Runs one case through a target: oracles, passes, exact and target
+/// kernels, and every check in order of trust (ARCHITECTURE.md).
+#include <string>
+#include <vector>
+
+#include "harness/case.h"
+#include "harness/finding.h"
+#include "harness/reference.h"
+#include "harness/target.h"
+
+namespace sdpa {
+
+struct CheckOptions {
+  bool passes = true;         // false: identity self-check (entry graph as is)
+  bool completeness = true;   // force kept nodes to look for missed rewrites
+  bool keep_graphs = false;   // print graphs into the result
+};
+
+/// Seconds spent per stage on one case.
+struct Timing {
+  double generate = 0, oracle = 0, kernels = 0, compare = 0;
+};
+
+struct CaseResult {
+  Verdict verdict = Verdict::pass;  // the most severe finding, else pass/rejected
+  std::vector<Finding> findings;
+  std::vector<Decision> decisions;
+  std::string graph_before, graph_after;  // with keep_graphs
+  Timing timing;
+  /// The most severe finding; nullptr when there is none.
+  const Finding* primary() const;
+};
+
+CaseResult run_case(const Target& target, const ReferenceModel& reference, const Case& c,
+                    const CheckOptions& options = {});
+
+}  // namespace sdpa

@@ -1,0 +1,113 @@
+#include "oracles/attention_call.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace sdpa {
+namespace {
+
+[[noreturn]] void reject(const std::string& why) {
+  throw std::invalid_argument("attention oracle: " + why);
+}
+
+// (heads, len) of a [batch..., H, L, D] or [batch..., L, H, D] tensor.
+std::pair<int64_t, int64_t> heads_and_len(const Tensor& t, Layout layout) {
+  int64_t r = t.dim();
+  if (layout == Layout::bhsd) return {t.shape[r - 3], t.shape[r - 2]};
+  return {t.shape[r - 2], t.shape[r - 3]};
+}
+
+}  // namespace
+
+AttentionCall::AttentionCall(const Case& c, const CaseTensors& t) : c_(c), t_(t), s_{} {
+  const Tensor &q = t.q, &k = t.k, &v = t.v;
+  if (q.dim() < 3 || k.dim() != q.dim() || v.dim() != q.dim())
+    reject("q, k and v must have one rank >= 3");
+  s_.batch.assign(q.shape.begin(), q.shape.end() - 3);
+  if (!std::equal(s_.batch.begin(), s_.batch.end(), k.shape.begin()) ||
+      !std::equal(s_.batch.begin(), s_.batch.end(), v.shape.begin()))
+    reject("q, k and v have different batch dims");
+  std::tie(s_.Hq, s_.Lq) = heads_and_len(q, c.layout);
+  std::tie(s_.Hkv, s_.Lkv) = heads_and_len(k, c.layout);
+  s_.E = q.shape.back();
+  s_.Ev = v.shape.back();
+  if (k.shape.back() != s_.E) reject("q and k head dims differ");
+  if (heads_and_len(v, c.layout) != std::make_pair(s_.Hkv, s_.Lkv)) reject("k and v differ in heads or length");
+  bool gqa = c.enable_gqa && s_.Hq % s_.Hkv == 0;
+  if (s_.Hq != s_.Hkv && s_.Hkv != 1 && !gqa)
+    reject("Hq " + std::to_string(s_.Hq) + " and Hkv " + std::to_string(s_.Hkv) +
+           " need enable_gqa with Hq % Hkv == 0");
+
+  if (!t.mask) return;
+  s_.mask_shape = t.mask->shape;
+  Shape scores = s_.batch;
+  scores.insert(scores.end(), {s_.Hq, s_.Lq, s_.Lkv});
+  const Shape& ms = s_.mask_shape;
+  if (ms.empty() || ms.size() > scores.size())
+    reject("mask rank " + std::to_string(ms.size()) + " does not fit scores " + shape_str(scores));
+  mask_strides_.assign(scores.size(), 0);
+  auto own = strides_of(ms);
+  size_t lead = scores.size() - ms.size();
+  for (size_t d = 0; d < ms.size(); ++d) {
+    if (ms[d] != 1 && ms[d] != scores[lead + d])
+      reject("mask " + shape_str(ms) + " does not broadcast to scores " + shape_str(scores));
+    mask_strides_[lead + d] = ms[d] == 1 ? 0 : own[d];
+  }
+}
+
+int64_t AttentionCall::kv_head(int64_t h) const {
+  if (s_.Hq == s_.Hkv) return h;
+  if (s_.Hkv == 1) return 0;
+  return h / (s_.Hq / s_.Hkv);
+}
+
+MatrixL AttentionCall::block(const Tensor& t, int64_t heads, int64_t b, int64_t h, int64_t len,
+                             int64_t dim) const {
+  MatrixL m(len, dim);
+  for (int64_t l = 0; l < len; ++l) {
+    int64_t row = c_.layout == Layout::bhsd ? (b * heads + h) * len + l : (b * len + l) * heads + h;
+    for (int64_t d = 0; d < dim; ++d) m(l, d) = t.data[row * dim + d];
+  }
+  return m;
+}
+
+MatrixL AttentionCall::query(int64_t b, int64_t h) const { return block(t_.q, s_.Hq, b, h, s_.Lq, s_.E); }
+MatrixL AttentionCall::key(int64_t b, int64_t h) const {
+  return block(t_.k, s_.Hkv, b, kv_head(h), s_.Lkv, s_.E);
+}
+MatrixL AttentionCall::value(int64_t b, int64_t h) const {
+  return block(t_.v, s_.Hkv, b, kv_head(h), s_.Lkv, s_.Ev);
+}
+
+int64_t AttentionCall::mask_base(int64_t b, int64_t h) const {
+  int64_t offset = h * mask_strides_[s_.batch.size()];
+  for (int64_t d = static_cast<int64_t>(s_.batch.size()) - 1; d >= 0; --d) {
+    offset += (b % s_.batch[d]) * mask_strides_[d];
+    b /= s_.batch[d];
+  }
+  return offset;
+}
+
+MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
+  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+  MatrixL s = query(b, h) * key(b, h).transpose();
+  s *= static_cast<long double>(c_.effective_scale());  // once, after the dot product
+  if (c_.is_causal)  // top-left: row i keeps keys j <= i
+    for (int64_t i = 0; i < s_.Lq; ++i)
+      for (int64_t j = i + 1; j < s_.Lkv; ++j) s(i, j) = kNegInf;
+  if (!t_.mask) return s;
+  const Tensor& mask = *t_.mask;
+  const int64_t base = mask_base(b, h), si = mask_strides_.end()[-2], sj = mask_strides_.back();
+  for (int64_t i = 0; i < s_.Lq; ++i)
+    for (int64_t j = 0; j < s_.Lkv; ++j) {
+      double m = mask.data[base + i * si + j * sj];
+      if (mask.dtype == DType::b8) {
+        if (m == 0.0) s(i, j) = kNegInf;  // bool: true keeps
+      } else {
+        s(i, j) += m;
+      }
+    }
+  return s;
+}
+
+}  // namespace sdpa

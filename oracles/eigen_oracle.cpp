@@ -1,0 +1,72 @@
+#include "oracles/eigen_oracle.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "oracles/attention_call.h"
+
+namespace sdpa {
+namespace {
+
+void check_sizes(const ConcreteSizes& got, const ConcreteSizes& want) {
+  if (got.batch != want.batch || got.Hq != want.Hq || got.Hkv != want.Hkv || got.Lq != want.Lq ||
+      got.Lkv != want.Lkv || got.E != want.E || got.Ev != want.Ev ||
+      got.mask_shape != want.mask_shape)
+    throw std::invalid_argument("eigen oracle: the tensors do not have the case's sizes");
+}
+
+// Softmax of one score row into `p`; false when every score is -inf (the
+// row is fully masked and its weights stay 0).
+bool softmax_row(const MatrixL& s, int64_t i, MatrixL& p) {
+  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+  long double max = kNegInf;
+  bool all_masked = true;
+  for (int64_t j = 0; j < s.cols(); ++j) {
+    max = std::fmax(max, s(i, j));  // NaN scores still reach exp() below
+    all_masked = all_masked && s(i, j) == kNegInf;
+  }
+  if (all_masked) return false;
+  long double total = 0;
+  for (int64_t j = 0; j < s.cols(); ++j) total += p(i, j) = std::exp(s(i, j) - max);
+  p.row(i) /= total;
+  return true;
+}
+
+}  // namespace
+
+Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
+  AttentionCall call(c, t);
+  check_sizes(call.sizes(), concrete_sizes(c, at));
+  const ConcreteSizes& s = call.sizes();
+  Shape out_shape = s.batch;
+  out_shape.insert(out_shape.end(), {s.Hq, s.Lq, s.Ev});
+  Golden g;
+  g.out = Tensor(DType::f64, out_shape);
+  g.fully_masked.assign(call.rows(), 0);
+  const CounterStream dropout(c.data.seed, "dropout");
+  const long double keep_factor = 1.0L / (1.0L - static_cast<long double>(c.dropout_p));
+  for (int64_t b = 0; b < call.batch(); ++b)
+    for (int64_t h = 0; h < s.Hq; ++h) {
+      const MatrixL scores = call.scores(b, h);
+      MatrixL p = MatrixL::Zero(s.Lq, s.Lkv);
+      for (int64_t i = 0; i < s.Lq; ++i) {
+        const int64_t row = (b * s.Hq + h) * s.Lq + i;
+        g.fully_masked[row] = !softmax_row(scores, i, p);
+        if (c.dropout_p <= 0) continue;
+        // A product, not a select: like aten's dropout, NaN * 0 stays NaN.
+        for (int64_t j = 0; j < s.Lkv; ++j)
+          p(i, j) *= dropout_keep(dropout, row * s.Lkv + j, c.dropout_p) ? keep_factor : 0.0L;
+      }
+      MatrixL out = p * call.value(b, h);
+      double* dst = g.out.data.data() + (b * s.Hq + h) * s.Lq * s.Ev;
+      for (int64_t i = 0; i < s.Lq; ++i) {
+        // A fully masked row is 0 even where v holds inf or NaN.
+        if (g.fully_masked[(b * s.Hq + h) * s.Lq + i]) out.row(i).setZero();
+        for (int64_t e = 0; e < s.Ev; ++e) dst[i * s.Ev + e] = static_cast<double>(out(i, e));
+      }
+    }
+  return g;
+}
+
+}  // namespace sdpa

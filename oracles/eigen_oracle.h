@@ -1,0 +1,14 @@
+#pragma once
+/// The Eigen oracle: what the original aten SDPA call means, computed in
+/// long double with naive, max-subtracted softmax (NUMERICS.md, "Oracles").
+#include "harness/reference.h"
+
+namespace sdpa {
+
+/// The golden output [batch..., Hq, Lq, Ev] (f64) and the fully masked
+/// rows of the call `c` at runtime size `at`, from its tensors `t` (entry
+/// layout). Throws std::invalid_argument when the tensors do not match the
+/// case's sizes at `at` or do not form a call aten accepts.
+Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at);
+
+}  // namespace sdpa
