@@ -111,6 +111,7 @@ Arg GraphRewriter::map(const Arg& old) const {
 
 ValueRef GraphRewriter::copy(const Node& n) {
   Node c = n;
+  c.name = out_.unique_name(n.name);
   for (auto& a : c.args) a = map(a);
   for (auto& [k, a] : c.kwargs) a = map(a);
   int index = static_cast<int>(&n - source_.nodes.data());

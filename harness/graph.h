@@ -70,8 +70,7 @@ struct Graph {
   int find(const std::string& name) const;
   /// Number of nodes calling `op`, in this graph and its subgraphs.
   int count(const std::string& op) const;
-
- private:
+  /// `hint`, or `hint_1`, `hint_2`, ... if taken.
   std::string unique_name(const std::string& hint) const;
 };
 

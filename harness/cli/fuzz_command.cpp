@@ -1,0 +1,99 @@
+#include <unistd.h>
+
+#include <iostream>
+
+#include "harness/cli/commands.h"
+#include "harness/json_reader.h"
+#include "reports/run_summary.h"
+
+namespace sdpa::cli {
+namespace {
+
+struct FuzzArgs {
+  std::vector<std::string> targets, options;
+  int64_t cases = 2000;
+  double time = 0;
+  uint64_t seed = 1;
+  int max_size = 100;
+  std::string shard = "0/1", corpus = "corpus", run_dir = "runs/latest", policy = "default";
+  bool no_corpus = false, no_timing = false, identity = false, fail_on_finding = false;
+  bool record_warnings = false;
+};
+
+Options parse_options(const std::vector<std::string>& given) {
+  Options out;
+  for (const auto& kv : given) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError("--option '" + kv + "': expected key=value, for example guard=upstream");
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
+std::pair<int, int> parse_shard(const std::string& s) {
+  int i = 0, n = 0;
+  char slash = 0;
+  std::istringstream in(s);
+  if (!(in >> i >> slash >> n) || slash != '/' || n < 1 || i < 0 || i >= n || !in.eof())
+    throw InputError("--shard '" + s + "': expected I/N with 0 <= I < N, for example 0/4");
+  return {i, n};
+}
+
+int run_fuzz(const FuzzArgs& a, Wiring& w) {
+  CaseGeneratorFactory gen = w.generators(a.policy);
+  if (!gen) throw InputError("--policy '" + a.policy + "': expected default or large");
+  CampaignOptions opt;
+  opt.seed = a.seed;
+  opt.cases = a.cases;
+  opt.time_limit = a.time;
+  opt.max_size = a.max_size;
+  std::tie(opt.shard, opt.shards) = parse_shard(a.shard);
+  opt.corpus_dir = a.no_corpus ? "" : a.corpus;
+  opt.record_warnings = a.record_warnings;
+  opt.check.passes = !a.identity;
+  if (isatty(STDERR_FILENO))
+    opt.progress = [](const std::string& line) { std::cerr << "\r" << line << "   " << std::flush; };
+  std::vector<std::string> names = a.targets;
+  if (names.empty())
+    for (const auto* f : w.registry.all()) names.push_back(f->name());
+  Options options = parse_options(a.options);
+  std::vector<TargetRun> runs;
+  for (const auto& name : names) {
+    auto target = w.registry.make(name, options);
+    runs.push_back(run_target_campaign(*target, *w.reference, gen, opt));
+    if (opt.progress) std::cerr << "\n";
+  }
+  RunSettings s{a.seed, a.cases, a.max_size, opt.shard, opt.shards, a.policy, a.identity};
+  std::string path = write_run_json(a.run_dir, run_summary(s, runs, !a.no_timing));
+  std::cout << run_summary_text(runs) << "run summary: " << path << "\n";
+  bool failed = false;
+  for (const auto& r : runs)
+    for (const auto& [v, n] : r.verdicts) failed = failed || is_failure(*parse_verdict(v));
+  return a.fail_on_finding && failed ? kFindings : kOk;
+}
+
+}  // namespace
+
+void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
+  auto* args = new FuzzArgs();  // lives as long as the process
+  CLI::App* cmd = app.add_subcommand("fuzz", "run a fuzzing campaign on one or more targets");
+  cmd->add_option("--target", args->targets, "target to fuzz (repeatable; default: every target)");
+  cmd->add_option("--cases", args->cases, "cases per target (global iteration count)")->check(CLI::PositiveNumber);
+  cmd->add_option("--time", args->time, "stop each target after this many seconds (0: no limit)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", args->seed, "campaign seed");
+  cmd->add_option("--max-size", args->max_size, "largest RapidCheck size (0..100 scales case sizes)")->check(CLI::Range(0, 1000));
+  cmd->add_option("--option", args->options, "target option key=value, e.g. guard=upstream (repeatable)");
+  cmd->add_option("--corpus", args->corpus, "folder findings are written to, as <target>/<file>.json");
+  cmd->add_flag("--no-corpus", args->no_corpus, "do not write findings");
+  cmd->add_option("--run-dir", args->run_dir, "folder run.json is written to");
+  cmd->add_option("--shard", args->shard, "I/N: run iterations i with i % N == I");
+  cmd->add_option("--policy", args->policy, "generation policy: default or large");
+  cmd->add_flag("--no-timing", args->no_timing, "leave timing out of run.json (byte-identical reruns)");
+  cmd->add_flag("--identity", args->identity, "identity self-check: run every target with its passes off");
+  cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
+  cmd->add_flag("--fail-on-finding", args->fail_on_finding, "exit 1 when any case fails");
+  cmd->callback([args, &w, &exit_code] { exit_code = run_fuzz(*args, w); });
+}
+
+}  // namespace sdpa::cli

@@ -1,0 +1,26 @@
+// sdpacheck: differential testing of SDPA rewrites (README.md).
+#include <iostream>
+
+#include "harness/cli/commands.h"
+#include "harness/json_reader.h"
+
+int main(int argc, char** argv) {
+  using namespace sdpa::cli;
+  CLI::App app{"sdpacheck: differential testing and verification of SDPA rewrites"};
+  app.require_subcommand(1);
+  Wiring w = make_wiring();
+  int exit_code = kOk;
+  add_fuzz_command(app, w, exit_code);
+  add_replay_command(app, w, exit_code);
+  add_list_command(app, w, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kOk : kBadInput;
+  } catch (const sdpa::InputError& e) {
+    std::cerr << "sdpacheck: " << e.what() << "\n";
+    return kBadInput;
+  }
+  return exit_code;
+}

@@ -1,0 +1,54 @@
+#include "harness/replay.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "harness/json_reader.h"
+
+namespace sdpa {
+
+const char* replay_status_name(ReplayStatus s) {
+  switch (s) {
+    case ReplayStatus::as_expected: return "ok";
+    case ReplayStatus::regression: return "REGRESSION";
+    case ReplayStatus::fixed: return "FIXED";
+    case ReplayStatus::changed: return "CHANGED";
+  }
+  return "?";
+}
+
+ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
+                           const ReferenceModel& reference, bool keep_graphs) {
+  auto target = registry.make(e.target, e.options);
+  CheckOptions opt;
+  opt.keep_graphs = keep_graphs;
+  ReplayOutcome o;
+  o.result = run_case(*target, reference, e.c, opt);
+  o.expected = e.expect;
+  o.observed = verdict_name(o.result.verdict);
+  if (o.observed == o.expected) o.status = ReplayStatus::as_expected;
+  else if (o.expected == "pass") o.status = ReplayStatus::regression;
+  else if (o.observed == "pass") o.status = ReplayStatus::fixed;
+  else o.status = ReplayStatus::changed;
+  return o;
+}
+
+std::vector<std::string> collect_corpus_files(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    if (fs::is_regular_file(p)) {
+      files.push_back(p);
+    } else if (fs::is_directory(p)) {
+      for (const auto& entry : fs::recursive_directory_iterator(p))
+        if (entry.is_regular_file() && entry.path().extension() == ".json")
+          files.push_back(entry.path().string());
+    } else {
+      throw InputError(p + ": no such file or folder");
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace sdpa

@@ -1,0 +1,31 @@
+#pragma once
+/// run.json: counts per target and verdict, findings, seed and throughput.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/campaign.h"
+
+namespace sdpa {
+
+struct RunSettings {
+  uint64_t seed = 1;
+  int64_t cases = 0;
+  int max_size = 100;
+  int shard = 0, shards = 1;
+  std::string policy = "default";
+  bool identity = false;
+};
+
+/// Everything but timing depends only on the settings: the same seed and
+/// options give the same bytes. `with_timing` adds the "timing" object.
+nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& runs, bool with_timing);
+
+/// Human summary printed at the end of a campaign.
+std::string run_summary_text(const std::vector<TargetRun>& runs);
+
+/// Writes dir/run.json atomically; returns its path.
+std::string write_run_json(const std::string& dir, const nlohmann::json& summary);
+
+}  // namespace sdpa
