@@ -62,6 +62,7 @@ class TargetCampaign {
     for (int64_t i = opt_.shard; i < opt_.cases; i += opt_.shards) {
       double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       if (opt_.time_limit > 0 && elapsed >= opt_.time_limit) break;
+      if (opt_.stop_after > 0 && static_cast<int64_t>(run_.findings.size()) >= opt_.stop_after) break;
       one_case(i);
       if (opt_.progress && Clock::now() - last_progress > std::chrono::milliseconds(500)) {
         last_progress = Clock::now();

@@ -26,6 +26,7 @@ struct CampaignOptions {
   std::string corpus_dir;      // empty: do not write findings
   int max_shrink_steps = 500;  // case evaluations spent shrinking one failure
   bool record_warnings = false;  // also shrink and write missed-rewrite
+  int64_t stop_after = 0;        // stop a target after this many distinct findings; 0: never
   CheckOptions check;
   std::function<void(const std::string&)> progress;  // called about twice a second
 };

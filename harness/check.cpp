@@ -296,7 +296,7 @@ class CaseChecker {
         double rel = diff / std::max(e.max_abs(), 1e-300);
         std::string name = "%" + n.name + " (" + n.op + ")";
         if (finiteness || rel > std::sqrt(unit_roundoff(n.outputs[o].dtype))) return name;
-        if (rel > largest_rel) largest_rel = rel, largest = name;
+        if (rel > 0 && rel > largest_rel) largest_rel = rel, largest = name;
       }
     }
     return largest;

@@ -35,13 +35,14 @@ std::string join(const std::vector<std::string>& v) {
 Options resolve_options(const TargetFactory& f, const Options& given) {
   Options out;
   std::vector<std::string> known;
-  for (const auto& spec : f.option_specs()) {
+  const std::vector<OptionSpec> specs = f.option_specs();
+  for (const auto& spec : specs) {
     known.push_back(spec.name);
     out[spec.name] = spec.default_value;
   }
   for (const auto& [key, value] : given) {
     const OptionSpec* spec = nullptr;
-    for (const auto& s : f.option_specs())
+    for (const auto& s : specs)
       if (s.name == key) spec = &s;
     if (!spec)
       throw InputError("option '" + key + "' is not an option of target " + f.name() +

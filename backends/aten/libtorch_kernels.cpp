@@ -111,6 +111,9 @@ at::Tensor sdpa(const KernelArgs& a) {
 }
 
 KernelSet build() {
+  // The tensors here are tiny: intra-op threads only add overhead, and one
+  // thread keeps the throughput figures per core honest.
+  at::set_num_threads(1);
   KernelSet k("libtorch");
   k.add("aten.transpose.int", wrap([](const KernelArgs& a) { return T(a, 0).transpose(a.integer(1), a.integer(2)); }));
   k.add("aten.permute.default", wrap([](const KernelArgs& a) { return T(a, 0).permute(a.ints(1)); }));

@@ -18,6 +18,7 @@ struct FuzzArgs {
   std::string shard = "0/1", corpus = "corpus", run_dir = "runs/latest", policy = "default";
   bool no_corpus = false, no_timing = false, identity = false, fail_on_finding = false;
   bool record_warnings = false;
+  int64_t stop_after = 0;
 };
 
 Options parse_options(const std::vector<std::string>& given) {
@@ -51,6 +52,7 @@ int run_fuzz(const FuzzArgs& a, Wiring& w) {
   std::tie(opt.shard, opt.shards) = parse_shard(a.shard);
   opt.corpus_dir = a.no_corpus ? "" : a.corpus;
   opt.record_warnings = a.record_warnings;
+  opt.stop_after = a.stop_after;
   opt.check.passes = !a.identity;
   if (isatty(STDERR_FILENO))
     opt.progress = [](const std::string& line) { std::cerr << "\r" << line << "   " << std::flush; };
@@ -92,6 +94,7 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--no-timing", args->no_timing, "leave timing out of run.json (byte-identical reruns)");
   cmd->add_flag("--identity", args->identity, "identity self-check: run every target with its passes off");
   cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
+  cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--fail-on-finding", args->fail_on_finding, "exit 1 when any case fails");
   cmd->callback([args, &w, &exit_code] { exit_code = run_fuzz(*args, w); });
 }

@@ -1,0 +1,59 @@
+// Throughput, time split, time-to-detect and peak memory of campaigns:
+// the figures the README reports. Usage: throughput [cases per target]
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "harness/cli/wiring.h"
+
+using namespace sdpa;
+
+namespace {
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;
+}
+
+void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases) {
+  auto target = f.make(resolve_options(f, {}));
+  CampaignOptions o;
+  o.seed = 7;
+  o.cases = cases;
+  TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
+  double total = r.timing.generate + r.timing.oracle + r.timing.kernels + r.timing.compare;
+  std::printf("%-10s %8lld cases %8.0f cases/s   generate %4.1f%%  oracle %4.1f%%  kernels %4.1f%%  compare %4.1f%%\n",
+              r.target.c_str(), static_cast<long long>(r.cases), r.cases / r.seconds,
+              100 * r.timing.generate / total, 100 * r.timing.oracle / total,
+              100 * r.timing.kernels / total, 100 * r.timing.compare / total);
+}
+
+// Cases and seconds until the first failure of each self-test mutant,
+// shrinking included.
+void time_to_detect(cli::Wiring& w, const TargetFactory& f) {
+  for (const auto& [mutant, what] : f.mutants()) {
+    auto target = f.make(resolve_options(f, {{"mutant", mutant}}));
+    CampaignOptions o;
+    o.seed = 7;
+    o.cases = 100000;
+    o.stop_after = 1;
+    TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
+    std::printf("%-10s mutant %-20s first finding at case %6lld, %.3f s: %s\n", f.name().c_str(),
+                mutant.c_str(), static_cast<long long>(r.cases), r.seconds,
+                r.findings.empty() ? "none" : r.findings[0].verdict.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t cases = argc > 1 ? std::atoll(argv[1]) : 5000;
+  cli::Wiring w = cli::make_wiring();
+  for (const auto* f : w.registry.all()) throughput(w, *f, cases);
+  for (const auto* f : w.registry.all()) time_to_detect(w, *f);
+  std::printf("peak resident memory: %.1f MiB\n", peak_rss_mib());
+  return 0;
+}
