@@ -32,7 +32,8 @@ AttentionCall::AttentionCall(const Case& c, const CaseTensors& t) : c_(c), t_(t)
   s_.E = q.shape.back();
   s_.Ev = v.shape.back();
   if (k.shape.back() != s_.E) reject("q and k head dims differ");
-  if (heads_and_len(v, c.layout) != std::make_pair(s_.Hkv, s_.Lkv)) reject("k and v differ in heads or length");
+  if (heads_and_len(v, c.layout) != std::make_pair(s_.Hkv, s_.Lkv))
+    reject("k and v differ in heads or length");
   bool gqa = c.enable_gqa && s_.Hq % s_.Hkv == 0;
   if (s_.Hq != s_.Hkv && s_.Hkv != 1 && !gqa)
     reject("Hq " + std::to_string(s_.Hq) + " and Hkv " + std::to_string(s_.Hkv) +
@@ -71,7 +72,9 @@ MatrixL AttentionCall::block(const Tensor& t, int64_t heads, int64_t b, int64_t 
   return m;
 }
 
-MatrixL AttentionCall::query(int64_t b, int64_t h) const { return block(t_.q, s_.Hq, b, h, s_.Lq, s_.E); }
+MatrixL AttentionCall::query(int64_t b, int64_t h) const {
+  return block(t_.q, s_.Hq, b, h, s_.Lq, s_.E);
+}
 MatrixL AttentionCall::key(int64_t b, int64_t h) const {
   return block(t_.k, s_.Hkv, b, kv_head(h), s_.Lkv, s_.E);
 }
@@ -90,9 +93,10 @@ int64_t AttentionCall::mask_base(int64_t b, int64_t h) const {
 
 MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
   constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
-  MatrixL s = query(b, h) * key(b, h).transpose();
+  // lazyProduct: plain dot products in index order, no blocking.
+  MatrixL s = query(b, h).lazyProduct(key(b, h).transpose());
   s *= static_cast<long double>(c_.effective_scale());  // once, after the dot product
-  if (c_.is_causal)  // top-left: row i keeps keys j <= i
+  if (c_.is_causal)                                     // top-left: row i keeps keys j <= i
     for (int64_t i = 0; i < s_.Lq; ++i)
       for (int64_t j = i + 1; j < s_.Lkv; ++j) s(i, j) = kNegInf;
   if (!t_.mask) return s;

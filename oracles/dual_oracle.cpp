@@ -29,15 +29,15 @@ std::string number(double x) {
 }  // namespace
 
 OracleComparison compare_goldens(const Golden& eigen, const Golden& torch, double scale,
-                                 double rel_tol) {
+                                 const std::vector<double>& row_slack, double rel_tol) {
   OracleComparison r;
   const Tensor &a = eigen.out, &b = torch.out;
   if (a.shape != b.shape) {
-    r.disagreement = "oracle outputs differ in shape: eigen " + shape_str(a.shape) +
-                     ", libtorch " + shape_str(b.shape);
+    r.disagreement = "oracle outputs differ in shape: eigen " + shape_str(a.shape) + ", libtorch " +
+                     shape_str(b.shape);
     return r;
   }
-  Shape rows(a.shape.begin(), a.shape.end() - 1);
+  const Shape rows(a.shape.begin(), a.shape.end() - 1);
   if (eigen.fully_masked != torch.fully_masked) {
     size_t row = 0;
     while (row < eigen.fully_masked.size() && row < torch.fully_masked.size() &&
@@ -48,15 +48,21 @@ OracleComparison compare_goldens(const Golden& eigen, const Golden& torch, doubl
     return r;
   }
   const double denom = std::fmax(1e-300, scale);
-  int64_t worst = -1, nan_at = -1;
+  int64_t nan_at = -1, worst = -1;
+  double worst_excess = 1.0;  // |a - b| / tolerance
   for (int64_t i = 0; i < a.numel(); ++i) {
     const double x = a.data[i], y = b.data[i];
-    if (std::isnan(x) != std::isnan(y)) {
-      if (nan_at < 0) nan_at = i;
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y) && nan_at < 0) nan_at = i;
       continue;
     }
-    const double rel = x == y || std::isnan(x) ? 0.0 : std::fabs(x - y) / denom;
-    if (worst < 0 || rel > r.max_rel_diff) r.max_rel_diff = rel, worst = i;
+    const double diff = x == y ? 0.0 : std::fabs(x - y);  // inf against anything else: inf
+    r.max_rel_diff = std::fmax(r.max_rel_diff, diff / denom);
+    const size_t row = static_cast<size_t>(i / a.shape.back());
+    double tolerance = rel_tol * denom;
+    if (row < row_slack.size() && std::isfinite(diff))
+      tolerance = std::fmax(tolerance, row_slack[row]);
+    if (diff / tolerance > worst_excess) worst_excess = diff / tolerance, worst = i;
   }
   auto values = [&](int64_t i) {
     return " at out" + index_str(i, a.shape) + ": eigen " + number(a.data[i]) + ", libtorch " +
@@ -64,9 +70,11 @@ OracleComparison compare_goldens(const Golden& eigen, const Golden& torch, doubl
   };
   if (nan_at >= 0)
     r.disagreement = "oracles differ in NaN positions, first" + values(nan_at);
-  else if (r.max_rel_diff > rel_tol)
-    r.disagreement = "oracles differ by " + number(r.max_rel_diff) + " relative (tolerance " +
-                     number(rel_tol) + ", scale " + number(scale) + ")" + values(worst);
+  else if (worst >= 0)
+    r.disagreement = "oracles differ by " + number(worst_excess) + " times the tolerance (" +
+                     number(rel_tol) + " relative to " + number(scale) +
+                     (row_slack.empty() ? "" : ", or the row's float64 error bound") + ")" +
+                     values(worst);
   return r;
 }
 
@@ -76,8 +84,13 @@ DualOracle::DualOracle(OracleFn eigen, OracleFn torch)
 
 Golden DualOracle::golden(const Case& c, const CaseTensors& t, const Assignment& at) const {
   Golden g = eigen_(c, t, at);
+  const Golden torch = torch_(c, t, at);
   const double scale = std::fmax(g.out.max_abs(), t.v.max_abs());
-  OracleComparison cmp = compare_goldens(g, torch_(c, t, at), scale);
+  OracleComparison cmp = compare_goldens(g, torch, scale);
+  // Float64 loses up to u * |s| per logit, past 1e-12 with large logits or
+  // additive masks such as -65504: allow the LibTorch oracle its error bound.
+  if (!cmp.disagreement.empty())
+    cmp = compare_goldens(g, torch, scale, error_bound(c, t, g, DType::f64).row_bound);
   g.disagreement = cmp.disagreement;
   g.oracle_max_rel_diff = cmp.max_rel_diff;
   return g;

@@ -58,7 +58,7 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
         for (int64_t j = 0; j < s.Lkv; ++j)
           p(i, j) *= dropout_keep(dropout, row * s.Lkv + j, c.dropout_p) ? keep_factor : 0.0L;
       }
-      MatrixL out = p * call.value(b, h);
+      MatrixL out = p.lazyProduct(call.value(b, h));
       double* dst = g.out.data.data() + (b * s.Hq + h) * s.Lq * s.Ev;
       for (int64_t i = 0; i < s.Lq; ++i) {
         // A fully masked row is 0 even where v holds inf or NaN.

@@ -45,7 +45,8 @@ RowInputs row_inputs(const MatrixL& scores, const MatrixL& q, const MatrixL& k, 
   }
   // Keys more than 40 below the max weigh < e^-40: their logit errors do not count.
   for (int64_t j = 0; j < scores.cols() && r.n > 0; ++j)
-    if (scores(i, j) >= row_max - 40) r.M = std::fmax(r.M, static_cast<double>(std::fabs(scores(i, j))));
+    if (scores(i, j) >= row_max - 40)
+      r.M = std::fmax(r.M, static_cast<double>(std::fabs(scores(i, j))));
   for (int64_t e = 0; e < Ev; ++e) {
     r.finite = r.finite && std::isfinite(g_row[e]);
     r.g_max = std::fmax(r.g_max, std::fabs(g_row[e]));
@@ -66,10 +67,11 @@ RowBound row_bound(const Model& m, const RowInputs& r) {
     return b;
   }
   const double n = static_cast<double>(r.n), dot = m.scale * r.qn * r.kn;
-  // 5 u_out: sqrt(|scale|) rounded and applied to q and to k (PyTorch splits
-  // the scale), or scale rounded and applied once; and the stored score.
+  // Dropout: 1/(1-p) rounded, and its product with each weight.
   const double dropout_rounding = m.dropout ? m.u_acc + m.u_out : 0.0;
   auto bound_with = [&](double d, double n_sum, double& logit, double& rel) {
+    // 5 u_out: sqrt(|scale|) rounded and applied to q and to k (PyTorch
+    // splits the scale), or scale rounded and applied once; the stored score.
     logit = dot * (d * m.u_acc + 5 * m.u_out) + m.u_out * r.M;
     rel = 2 * logit + (n_sum + 2) * m.u_acc + m.u_out + dropout_rounding;
     return (rel + n_sum * m.u_acc) * r.vmax * m.f;
@@ -121,8 +123,9 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DTy
   if (!is_floating(dtype)) {
     eb.row_bound.assign(call.rows(), kInf);
     eb.inputs = {{"dtype", dtype_name(dtype)},
-                 {"note", "no float error model for an integer dtype: quantized stages are "
-                          "checked against their own fake-quantized references"}};
+                 {"note",
+                  "no float error model for an integer dtype: quantized stages are "
+                  "checked against their own fake-quantized references"}};
     return eb;
   }
   const Model m{dtype,

@@ -71,8 +71,10 @@ Golden torch_golden(const Case& c, const CaseTensors& t, const Assignment& run) 
     scores.masked_fill_(at::ones({s.Lq, s.Lkv}, at::kBool).tril().logical_not(), kNegInf);
   if (t.mask) {
     const at::Tensor mask = view_of(*t.mask);
-    if (t.mask->dtype == DType::b8) scores.masked_fill_(mask.eq(0.0), kNegInf);
-    else scores.add_(mask);
+    if (t.mask->dtype == DType::b8)
+      scores.masked_fill_(mask.eq(0.0), kNegInf);
+    else
+      scores.add_(mask);
   }
   // aten._safe_softmax: a row of all -inf gives weights 0, not NaN.
   const at::Tensor fully_masked = scores.eq(kNegInf).all(-1, /*keepdim=*/true);

@@ -2,6 +2,7 @@
 #include "backends/aten/libtorch_kernels.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <cmath>
 

@@ -1,0 +1,134 @@
+#include "oracles/dual_oracle.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "harness/case_validate.h"
+#include "oracles/eigen_oracle.h"
+#include "oracles/error_model.h"
+#include "oracles/oracle_test_support.h"
+#include "oracles/torch_oracle.h"
+
+namespace sdpa::test {
+namespace {
+
+TEST(DualOracle, OraclesAgreeOnVariedCases) {
+  const auto oracle = make_dual_oracle();
+  double max_rel = 0;
+  int runs = 0, nan_runs = 0;
+  for (uint64_t i = 0; i < 400; ++i) {
+    Case c = varied_case(i);
+    ASSERT_NO_THROW(validate_case(c)) << case_summary(c);
+    for (const Assignment& at : c.runs()) {
+      Golden g = oracle->golden(c, make_case_tensors(c, at), at);
+      EXPECT_EQ(g.disagreement, "") << "case " << i << ": " << case_summary(c);
+      max_rel = std::max(max_rel, g.oracle_max_rel_diff);
+      nan_runs +=
+          std::any_of(g.out.data.begin(), g.out.data.end(), [](double x) { return std::isnan(x); });
+      ++runs;
+    }
+  }
+  std::printf("%d runs, largest relative difference %.3g, %d with NaN\n", runs, max_rel, nan_runs);
+  EXPECT_LE(max_rel, 1e-12);
+}
+
+Golden perturbed_torch(const Case& c, const CaseTensors& t, const Assignment& at, int64_t index,
+                       double delta) {
+  Golden g = torch_golden(c, t, at);
+  g.out.data[index] += delta;
+  return g;
+}
+
+TEST(DualOracle, ReportsTheWorstElementWhenOraclesDiffer) {
+  Case c = make_case(2, 2, 3, 4, 5, 6);
+  CaseTensors t = make_case_tensors(c, {});
+  const double scale = std::max(eigen_golden(c, t, {}).out.max_abs(), t.v.max_abs());
+  DualOracle off(eigen_golden, [&](const Case& c, const CaseTensors& t, const Assignment& at) {
+    return perturbed_torch(c, t, at, 13, 1e-10 * scale);
+  });
+  Golden g = off.golden(c, t, {});
+  EXPECT_NE(g.disagreement.find("out[0, 2, 1]"), std::string::npos) << g.disagreement;
+  EXPECT_NEAR(g.oracle_max_rel_diff, 1e-10, 1e-12);
+  EXPECT_EQ(g.out.data, eigen_golden(c, t, {}).out.data);  // the Eigen result
+
+  DualOracle close(eigen_golden, [&](const Case& c, const CaseTensors& t, const Assignment& at) {
+    return perturbed_torch(c, t, at, 13, 1e-14 * scale);
+  });
+  EXPECT_EQ(close.golden(c, t, {}).disagreement, "");
+}
+
+// s - 65504 in float64 is off by up to 7e-12: the LibTorch oracle may
+// differ from the Eigen one by more than 1e-12 there, within its f64 bound.
+TEST(DualOracle, AllowsTheFloat64ErrorOfLargeAdditiveMasks) {
+  const auto oracle = make_dual_oracle();
+  double max_rel = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    Case c = make_case(2, 2, 8, 8, 8, 8);
+    // Every key -65504 (f16 lowest): ordinary softmax rows of s - 65504.
+    c.mask = mask_spec(DType::f16, {8, 8}, MaskPattern::random, 0.0, MaskFill::min);
+    c.data.seed = seed;
+    CaseTensors t = make_case_tensors(c, {});
+    Golden g = oracle->golden(c, t, {});
+    EXPECT_EQ(g.disagreement, "") << "seed " << seed;
+    max_rel = std::max(max_rel, g.oracle_max_rel_diff);
+    DualOracle off(eigen_golden, [&](const Case& c, const CaseTensors& t, const Assignment& at) {
+      return perturbed_torch(c, t, at, 100, 1e-8);
+    });
+    EXPECT_NE(off.golden(c, t, {}).disagreement, "") << "seed " << seed;
+  }
+  EXPECT_GT(max_rel, 1e-12);
+}
+
+TEST(DualOracle, ComparesNanPositionsAndFullyMaskedFlags) {
+  Golden a;
+  a.out = Tensor(DType::f64, {2, 2}, 1.0);
+  a.fully_masked = {0, 0};
+  Golden b = a;
+  b.out.data[3] = NAN;
+  EXPECT_NE(compare_goldens(a, b, 1.0).disagreement.find("NaN"), std::string::npos);
+  a.out.data[3] = NAN;
+  EXPECT_EQ(compare_goldens(a, b, 1.0).disagreement, "");
+  b.fully_masked[1] = 1;
+  EXPECT_NE(compare_goldens(a, b, 1.0).disagreement.find("fully masked"), std::string::npos);
+  b.fully_masked[1] = 0;
+  b.out.data[0] = INFINITY;
+  EXPECT_NE(compare_goldens(a, b, 1.0).disagreement, "");
+}
+
+TEST(DualOracle, NamesItselfAndDelegatesTheBound) {
+  const auto oracle = make_dual_oracle();
+  EXPECT_EQ(oracle->name(), "eigen+libtorch");
+  Case c = make_case(2, 1, 3, 4, 5, 6);
+  CaseTensors t = make_case_tensors(c, {});
+  Golden g = oracle->golden(c, t, {});
+  EXPECT_EQ(oracle->bound(c, t, g, DType::f16).row_bound,
+            error_bound(c, t, g, DType::f16).row_bound);
+}
+
+TEST(DualOracle, TypicalSmallCaseIsFast) {
+  Case c = make_case(4, 4, 16, 16, 16, 16);
+  c.batch = {1};
+  c.dtype = DType::f32;
+  CaseTensors t = make_case_tensors(c, {});
+  const auto oracle = make_dual_oracle();
+  oracle->golden(c, t, {});  // warm up ATen
+  auto timed = [&](auto&& f) {
+    const int reps = 200;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) f();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+               .count() /
+           reps;
+  };
+  double dual = timed([&] { oracle->golden(c, t, {}); });
+  double eigen = timed([&] { eigen_golden(c, t, {}); });
+  double torch = timed([&] { torch_golden(c, t, {}); });
+  std::printf("golden(): %.0f us (eigen %.0f us, libtorch %.0f us) for %s\n", dual, eigen, torch,
+              case_summary(c).c_str());
+  EXPECT_LT(dual, 20000.0);
+}
+
+}  // namespace
+}  // namespace sdpa::test

@@ -1,0 +1,101 @@
+#include "oracles/error_model.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "oracles/eigen_oracle.h"
+#include "oracles/oracle_test_support.h"
+
+namespace sdpa::test {
+namespace {
+
+ErrorBound bound_of(const Case& c, DType dtype) {
+  CaseTensors t = make_case_tensors(c, {});
+  return error_bound(c, t, eigen_golden(c, t, {}), dtype);
+}
+
+TEST(ErrorModel, BoundShrinksWithTheUnitRoundoff) {
+  Case c = make_case(2, 2, 6, 7, 8, 4);
+  c.mask = mask_spec(DType::f32, {6, 7}, MaskPattern::random, 0.7, MaskFill::neg_1e4);
+  double f64 = bound_of(c, DType::f64).max_bound(), f32 = bound_of(c, DType::f32).max_bound(),
+         f16 = bound_of(c, DType::f16).max_bound(), bf16 = bound_of(c, DType::bf16).max_bound();
+  EXPECT_GT(f64, 0.0);
+  EXPECT_LT(f64, 1e-9 * bf16);
+  EXPECT_LT(f64, f32);
+  EXPECT_LT(f32, f16);
+  EXPECT_LT(f16, bf16);
+  EXPECT_LT(f32, 1e-4);  // |v| of a few units: the bound is not vacuous
+}
+
+TEST(ErrorModel, F64BoundIsPositiveEvenForZeroData) {
+  Case c = make_case(1, 1, 2, 3, 4, 5);
+  CaseTensors t = make_case_tensors(c, {});
+  std::fill(t.v.data.begin(), t.v.data.end(), 0.0);
+  ErrorBound b = error_bound(c, t, eigen_golden(c, t, {}), DType::f64);
+  for (double r : b.row_bound) EXPECT_GT(r, 0.0);
+}
+
+TEST(ErrorModel, FullyMaskedRowGetsTheOutputRoundingAlone) {
+  Case c = make_case(1, 1, 2, 3, 2, 2);
+  c.mask = mask_spec(DType::b8, {2, 3});
+  CaseTensors t = make_case_tensors(c, {});
+  t.mask->data = {0, 0, 0, 1, 1, 0};
+  ErrorBound b = error_bound(c, t, eigen_golden(c, t, {}), DType::bf16);
+  EXPECT_EQ(b.row_bound[0], ulp(DType::bf16, 0.0));
+  EXPECT_GT(b.row_bound[1], 100 * b.row_bound[0]);
+  EXPECT_EQ(b.inputs["row"], 1);
+  EXPECT_EQ(b.inputs["n"], 2);
+}
+
+TEST(ErrorModel, InputsHoldEveryTermOfTheWorstRow) {
+  Case c = make_case(2, 1, 3, 4, 5, 6);
+  c.dropout_p = 0.25;
+  ErrorBound b = bound_of(c, DType::f16);
+  for (const char* key :
+       {"dtype", "u_acc", "u_out", "d", "n", "scale", "qn", "kn", "M", "Vmax", "dropout_factor",
+        "logit_err", "softmax_rel", "bound", "typical_estimate", "row", "row_index"})
+    EXPECT_TRUE(b.inputs.contains(key)) << key;
+  EXPECT_EQ(b.inputs["dtype"], "f16");
+  EXPECT_EQ(b.inputs["u_acc"], std::ldexp(1.0, -24));
+  EXPECT_EQ(b.inputs["dropout_factor"], 1.0 / 0.75);
+  EXPECT_EQ(b.inputs["bound"], b.max_bound());
+  EXPECT_LT(b.inputs["typical_estimate"].get<double>(), b.max_bound());
+}
+
+TEST(ErrorModel, NonFiniteRowsAndIntegerDtypesGetNoFiniteBound) {
+  Case c = make_case(1, 1, 2, 3, 2, 2);
+  CaseTensors t = make_case_tensors(c, {});
+  t.v.data[0] = INFINITY;
+  ErrorBound b = error_bound(c, t, eigen_golden(c, t, {}), DType::f32);
+  EXPECT_EQ(b.row_bound[0], INFINITY);
+  EXPECT_EQ(bound_of(c, DType::i8).row_bound[1], INFINITY);
+}
+
+// The reference kernel in emulated numerics is a naive computation of the
+// call in the case dtype: every element must stay within its row's bound.
+TEST(ErrorModel, NaiveLowPrecisionKernelsStayWithinTheBound) {
+  double worst_ratio = 0;
+  int rows = 0;
+  for (uint64_t i = 0; i < 600; ++i) {
+    Case c = varied_case(i, {/*bshd=*/false, /*symbols=*/false});
+    if (c.dtype == DType::f64) continue;
+    CaseTensors t = make_case_tensors(c, {});
+    Golden g = eigen_golden(c, t, {});
+    ErrorBound b = error_bound(c, t, g, c.dtype);
+    Tensor naive = reference_sdpa(c, t, Numerics::emulated);
+    const int64_t Ev = c.value_dim;
+    for (int64_t e = 0; e < naive.numel(); ++e) {
+      if (!std::isfinite(naive.data[e]) || !std::isfinite(g.out.data[e])) continue;
+      const double err = std::fabs(naive.data[e] - g.out.data[e]), bound = b.row_bound[e / Ev];
+      EXPECT_LE(err, bound) << "case " << i << " " << case_summary(c) << " element " << e << "\n"
+                            << b.inputs.dump();
+      worst_ratio = std::max(worst_ratio, err / bound);
+    }
+    rows += static_cast<int>(b.row_bound.size());
+  }
+  std::printf("%d rows, largest error / bound %.3g\n", rows, worst_ratio);
+  EXPECT_GT(worst_ratio, 1e-3);  // the bound is not vacuous
+}
+
+}  // namespace
+}  // namespace sdpa::test
