@@ -227,7 +227,7 @@ class CaseChecker {
     DType dtype = c_.dtype;
     if (baseline) {
       bound = ref_.bound(c_, tensors_[r], gold, dtype);
-      cmp = compare_accuracy(out, *baseline, gold, bound, dtype);
+      cmp = compare_accuracy(out, *baseline, gold, bound, dtype, value_scale());
     } else {
       cmp = compare_exact(out, gold, value_scale());
     }

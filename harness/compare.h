@@ -21,10 +21,13 @@ struct Comparison {
 Comparison compare_exact(const Tensor& out, const Golden& g, double value_scale, double rel = 1e-9);
 
 /// A target kernel C against golden G with baseline B (NUMERICS.md): every
-/// element within 2 * maxabs(B - G) + floor (floor: 2 ulps of the output
-/// dtype at max|G|) and within the error model's bound for its row.
+/// element within 2 * maxabs(B - G) + floor and within the error model's
+/// bound for its row. The floor is 2 ulps of the output dtype at
+/// max(max|G|, value_scale): an output is a weighted average of V rows, so
+/// one that cancels to near 0 still carries rounding errors of u * max|V|.
+/// A baseline that is non-finite where golden is finite drops the first rule.
 Comparison compare_accuracy(const Tensor& c, const Tensor& baseline, const Golden& g,
-                            const ErrorBound& bound, DType dtype);
+                            const ErrorBound& bound, DType dtype, double value_scale);
 
 /// Multi-index of a flat index into `shape`.
 std::vector<int64_t> unravel(int64_t flat, const Shape& shape);

@@ -112,6 +112,8 @@ struct MutantExpectation {
   std::vector<Verdict> verdicts;  // what the campaign must report
 };
 
+void PrintTo(const MutantExpectation& m, std::ostream* os) { *os << m.mutant; }
+
 class MutantTest : public ::testing::TestWithParam<MutantExpectation> {};
 
 TEST_P(MutantTest, FoundWithin1000CasesAndShrunkToAMinimalCase) {

@@ -85,7 +85,9 @@ std::vector<Tensor> native_dropout(const KernelArgs& a, Num n) {
 }
 
 // aten.scaled_dot_product_attention: naive, with PyTorch's split scale
-// (sqrt(|scale|) on q and k) rounded per step in emulated numerics.
+// (sqrt(|scale|) on q and k). Emulated numerics follow the math backend:
+// f16/bf16 inputs are upcast, every step rounds to f32, the output to the
+// dtype. Naive numerics round every step to the input dtype.
 struct SdpaShapes {
   int64_t batch, Hq, Hkv, Lq, Lkv, E, Ev;
 };
@@ -117,7 +119,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n) {
   bool gqa = a.kwarg_flag("enable_gqa", false);
   if (causal && mask) refuse(a, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
   SdpaShapes s = sdpa_shapes(a, q, k, v);
-  DType t = q.dtype;
+  DType t = n.mode == Numerics::naive ? q.dtype : accumulation_type(q.dtype);
   double scale = given ? *given : 1.0 / std::sqrt(static_cast<double>(s.E));
   double sf = n.scalar(t, std::sqrt(std::fabs(scale)));
   double qf = scale < 0 ? -sf : sf;

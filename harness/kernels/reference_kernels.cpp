@@ -47,7 +47,7 @@ const KernelSet& exact_kernels() {
 }
 
 const KernelSet& naive_kernels() {
-  static const KernelSet k = make_reference_kernels("naive", Numerics::emulated);
+  static const KernelSet k = make_reference_kernels("naive", Numerics::naive);
   return k;
 }
 

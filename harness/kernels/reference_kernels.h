@@ -1,16 +1,18 @@
 #pragma once
-/// Naive kernels for the aten ops the modeled graphs hold, in two numerics:
-/// `exact` (no rounding, long double accumulation: the meaning of a graph)
-/// and `emulated` (round each op's result to its dtype and accumulate in
-/// the type a naive CPU kernel would: f32 for f16/bf16, as ATen's CPU
-/// kernels do; used for the baseline and portable kernel sets).
+/// Naive kernels for the aten ops the modeled graphs hold, in three numerics:
+/// `exact` (no rounding, long double accumulation: the meaning of a graph);
+/// `emulated` (round each op's result to its dtype, accumulate in the type
+/// a CPU kernel would: f32 for f16/bf16, as ATen's CPU kernels do; a fused
+/// scaled_dot_product_attention upcasts like PyTorch's math backend);
+/// `naive` (as emulated, but the fused attention rounds every step to the
+/// case dtype: the baseline B of NUMERICS.md, FlashAttention's "pt" reference).
 #include <string>
 
 #include "harness/kernel_set.h"
 
 namespace sdpa {
 
-enum class Numerics { exact, emulated };
+enum class Numerics { exact, emulated, naive };
 
 /// Every op below, in the given numerics:
 /// aten.{mul,add,sub,div}.{Tensor,Scalar}, transpose.int, permute,

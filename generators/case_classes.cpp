@@ -1,0 +1,106 @@
+#include "generators/case_classes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "generators/gen_policy.h"
+
+namespace sdpa {
+namespace {
+
+bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+void add_head_classes(const Case& c, std::set<std::string>& out) {
+  const int64_t hq = c.q_heads, hkv = c.kv_heads;
+  if (hq == hkv) out.insert("Hq=Hkv");
+  if (hkv == 1 && hq > 1) out.insert("Hkv=1");
+  if (hkv > 1 && hq > hkv) out.insert("gqa");
+  if (hq != hkv && !is_pow2(hq / hkv)) out.insert("gqa-group-non-pow2");
+  if (c.enable_gqa) out.insert("enable_gqa");
+}
+
+void add_length_classes(const Case& c, std::set<std::string>& out) {
+  for (const auto& at : c.runs()) {
+    ConcreteSizes s = concrete_sizes(c, at);
+    if (s.Lq == 1) out.insert("Lq=1");
+    if (s.Lq < s.Lkv) out.insert("Lq<Lkv");
+    if (s.Lq > s.Lkv) out.insert("Lq>Lkv");
+    if (s.Lq == s.Lkv) out.insert("Lq=Lkv");
+    for (int64_t len : {s.Lq, s.Lkv})
+      if (std::count(kTileEdgeLengths.begin(), kTileEdgeLengths.end(), len)) {
+        out.insert("tile-edge-len");
+        out.insert("tile-edge:" + std::to_string(len));
+      }
+    if (s.start_pos > 0) out.insert("start_pos>0");
+  }
+}
+
+void add_mask_classes(const Case& c, std::set<std::string>& out) {
+  if (!c.mask) {
+    out.insert("mask:none");
+    return;
+  }
+  const MaskSpec& m = *c.mask;
+  const bool additive = m.dtype != DType::b8;
+  out.insert(additive ? "mask:additive" : "mask:bool");
+  if (additive) out.insert(std::string("mask-dtype:") + dtype_name(m.dtype));
+  out.insert(std::string("pattern:") + pattern_name(m.pattern));
+  if (m.pattern == MaskPattern::full_row) out.insert("full-row-mask");
+  if (additive) out.insert(std::string("fill:") + fill_name(m.fill));
+  if (m.shape.size() < score_shape(c).size()) out.insert("mask-rank<full");
+  if (std::any_of(m.shape.begin(), m.shape.end(), [](const SymExpr& d) { return d == SymExpr(1); }))
+    out.insert("mask-dim-1");
+}
+
+void add_scale_classes(const Case& c, std::set<std::string>& out) {
+  if (!c.scale) {
+    out.insert("scale:none");
+    return;
+  }
+  const double s = *c.scale;
+  if (s == 0) out.insert("scale:0");
+  else if (s < 0) out.insert("scale:negative");
+  else if (s < 1e-4) out.insert("scale:tiny");
+  else if (s > 1e3) out.insert("scale:huge");
+  else out.insert("scale:ordinary");
+}
+
+void add_symbol_classes(const Case& c, std::set<std::string>& out) {
+  if (c.symbols.empty()) {
+    out.insert("symbols:none");
+    return;
+  }
+  const auto q = c.q_len.symbols(), kv = c.kv_len.symbols();
+  const bool shared = std::any_of(q.begin(), q.end(), [&](const auto& s) { return kv.count(s); });
+  out.insert(shared ? "symbols:shared" : "symbols:independent");
+  for (const auto& d : c.batch)
+    if (!d.is_constant()) out.insert("symbols:batch");
+  for (const auto& [name, info] : c.symbols) {
+    if (!info.hint) out.insert("symbol:unbacked");
+    for (const auto& at : c.runtime)
+      if (info.hint && at.at(name) != *info.hint) out.insert("runtime!=hint");
+  }
+  if (c.runtime.size() > 1) out.insert("runtime:multiple");
+}
+
+}  // namespace
+
+std::vector<std::string> boundary_classes(const Case& c) {
+  std::set<std::string> out;
+  out.insert(std::string("dtype:") + dtype_name(c.dtype));
+  if (c.layout == Layout::bshd) out.insert("bshd");
+  out.insert("batch-rank:" + std::to_string(c.batch.size()));
+  add_head_classes(c, out);
+  add_length_classes(c, out);
+  if (c.head_dim != c.value_dim) out.insert("E!=Ev");
+  add_mask_classes(c, out);
+  if (c.is_causal) out.insert("causal");
+  if (c.dropout_p > 0) out.insert("dropout");
+  add_scale_classes(c, out);
+  add_symbol_classes(c, out);
+  out.insert(std::string("dist:") + distribution_name(c.data.distribution));
+  return {out.begin(), out.end()};
+}
+
+}  // namespace sdpa

@@ -1,0 +1,18 @@
+#pragma once
+/// Boundary classes: named properties of a case that attention kernels and
+/// rewrite guards tend to get wrong, counted by the distribution report.
+#include <string>
+#include <vector>
+
+#include "harness/case.h"
+
+namespace sdpa {
+
+/// Every class case c hits, sorted, e.g. "Lq=1", "Lq<Lkv", "Hkv=1",
+/// "gqa-group-non-pow2", "E!=Ev", "tile-edge-len", "tile-edge:256",
+/// "full-row-mask", "fill:-inf", "scale:tiny", "start_pos>0",
+/// "symbols:shared", "symbol:unbacked", "runtime!=hint", "dtype:f16".
+/// Length classes hold when they hold at some runtime size.
+std::vector<std::string> boundary_classes(const Case& c);
+
+}  // namespace sdpa

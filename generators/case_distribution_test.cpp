@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <map>
+
+#include "generators/case_classes.h"
+#include "generators/case_gen.h"
+
+namespace sdpa {
+namespace {
+
+struct Report {
+  std::map<std::string, int> counts;
+  double mean_score_elements = 0;  // over every case and runtime size
+};
+
+// Classes of `n` cases drawn at sizes 0..100 in turn, as a campaign does.
+Report report(const GenPolicy& p, const CaseSpace& space, int n) {
+  Report r;
+  auto g = gen_case(p, space);
+  double elements = 0;
+  for (int i = 0; i < n; ++i) {
+    Case c = g(rc::Random(static_cast<uint64_t>(i)), i % 101).value();
+    for (const auto& name : boundary_classes(c)) ++r.counts[name];
+    double per_case = 0;
+    for (const auto& at : c.runs()) {
+      double e = 1;
+      for (int64_t d : eval_shape(score_shape(c), at)) e *= static_cast<double>(d);
+      per_case += e;
+    }
+    elements += per_case / static_cast<double>(c.runs().size());
+  }
+  r.mean_score_elements = elements / n;
+  return r;
+}
+
+void print(const std::string& title, const Report& r, int n) {
+  std::cout << title << " (" << n << " cases, mean score elements " << r.mean_score_elements
+            << ")\n";
+  for (const auto& [name, count] : r.counts)
+    std::cout << "  " << name << ": " << count << "\n";
+}
+
+TEST(Distribution, DefaultsReachEveryBoundaryClass) {
+  CaseSpace space;
+  space.start_pos = true;
+  const int n = 5000;
+  Report r = report(GenPolicy::defaults(), space, n);
+  print("defaults", r, n);
+  for (const char* name :
+       {"Lq=1", "Lq<Lkv", "Lq>Lkv", "Lq=Lkv", "Hkv=1", "Hq=Hkv", "gqa", "gqa-group-non-pow2",
+        "enable_gqa", "E!=Ev", "tile-edge-len", "mask:none", "mask:bool", "mask:additive",
+        "full-row-mask", "pattern:random", "pattern:causal", "pattern:window", "pattern:padding",
+        "pattern:keep-all", "fill:-inf", "fill:min", "fill:-1e4", "mask-rank<full", "mask-dim-1",
+        "mask-dtype:f32", "mask-dtype:f16", "mask-dtype:bf16", "causal", "dropout", "bshd",
+        "scale:none", "scale:0", "scale:negative", "scale:tiny", "scale:huge", "scale:ordinary",
+        "start_pos>0", "symbols:none", "symbols:shared", "symbols:independent", "symbols:batch",
+        "symbol:unbacked", "runtime!=hint", "runtime:multiple", "dtype:f32", "dtype:f16",
+        "dtype:bf16", "dtype:f64", "batch-rank:0", "batch-rank:1", "batch-rank:2", "dist:normal",
+        "dist:uniform", "dist:integers", "dist:large"})
+    EXPECT_GT(r.counts[name], 0) << name;
+  // Rare classes still get dozens of cases; campaigns stay fast.
+  EXPECT_GT(r.counts["full-row-mask"], 50);
+  EXPECT_GT(r.counts["symbols:shared"], 300);
+  EXPECT_GT(r.mean_score_elements, 200);
+  EXPECT_LT(r.mean_score_elements, 2500);
+}
+
+TEST(Distribution, LargeReachesEveryTileEdge) {
+  const int n = 5000;
+  Report r = report(GenPolicy::large(), CaseSpace{}, n);
+  print("large", r, n);
+  for (int64_t edge : kTileEdgeLengths)
+    EXPECT_GT(r.counts["tile-edge:" + std::to_string(edge)], 0) << edge;
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,114 @@
+#include "generators/case_gen.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "generators/draws.h"
+#include "generators/dynamic_gen.h"
+#include "generators/mask_gen.h"
+#include "generators/scalar_gen.h"
+#include "generators/shape_gen.h"
+#include "harness/case_json.h"
+#include "harness/case_validate.h"
+
+namespace sdpa {
+namespace {
+
+using rc::Gen;
+namespace gen = rc::gen;
+
+// Every part of a case, drawn independently of the others, so that each
+// shrinks on its own: a chain of mapcats would freeze the earlier parts as
+// soon as a later one shrinks. gen_case fits the parts together.
+struct CaseDraw {
+  DType dtype = DType::f32;
+  Layout layout = Layout::bhsd;
+  Heads heads;
+  std::vector<int64_t> batch;
+  HeadDims dims;
+  Lengths lengths;
+  std::optional<double> scale;
+  double dropout_p = 0.0;
+  DataSpec data;
+  DynamicDraw dynamic;
+  AttentionDraw attention;
+  StartPosDraw start_pos;
+};
+
+// Caps at one RapidCheck size.
+struct Caps {
+  int64_t heads, head_dim, batch, len;
+  size_t batch_rank;
+};
+
+int64_t isqrt(int64_t n) {
+  auto r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r;
+}
+
+// The length cap is lowered so that every tensor (at most batch * Hq * L *
+// max(L, E, Ev) elements) stays within p.max_elements even with every size
+// at its cap: a bound from the caps alone keeps the lengths independent of
+// the other parts.
+Caps caps_at(const GenPolicy& p, const CaseSpace& space, int size) {
+  Caps c;
+  c.heads = size_cap(p.max_heads, size, 2);
+  c.head_dim = size_cap(p.max_head_dim, size, 2);
+  c.batch = size_cap(p.max_batch, size, 1);
+  c.batch_rank = max_batch_rank(p, space);
+  int64_t rows = c.heads;
+  for (size_t i = 0; i < c.batch_rank; ++i) rows *= c.batch;
+  const int64_t budget = std::min(p.max_elements, SizeLimits{}.max_tensor_elements) / rows;
+  c.len = std::max<int64_t>(
+      1, std::min({size_cap(p.max_len, size, 2), isqrt(budget), budget / c.head_dim}));
+  return c;
+}
+
+Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps) {
+  Case c;
+  c.dtype = d.dtype;
+  c.layout = d.layout;
+  c.q_heads = d.heads.Hq;
+  c.kv_heads = d.heads.Hkv;
+  c.enable_gqa = d.heads.enable_gqa;
+  c.batch.assign(d.batch.begin(), d.batch.end());
+  c.head_dim = d.dims.E;
+  c.value_dim = d.dims.Ev;
+  c.q_len = d.lengths.Lq;
+  c.kv_len = d.lengths.Lkv;
+  c.scale = d.scale;
+  c.dropout_p = d.dropout_p;
+  c.data = d.data;
+  apply_dynamic(d.dynamic, p, caps.len, caps.batch, c);
+  apply_attention(d.attention, c);
+  c.start_pos = start_pos_for(d.start_pos, c);
+  return c;
+}
+
+}  // namespace
+
+Gen<Case> gen_case(const GenPolicy& p, const CaseSpace& space) {
+  return gen::withSize([p, space](int size) {
+    const Caps caps = caps_at(p, space, size);
+    Gen<CaseDraw> draw = gen::build<CaseDraw>(
+        gen::set(&CaseDraw::dtype, gen_dtype(p, space)),
+        gen::set(&CaseDraw::layout, gen_layout(p, space)),
+        gen::set(&CaseDraw::heads, gen_heads(p, caps.heads)),
+        gen::set(&CaseDraw::batch, gen_batch(p, space, caps.batch)),
+        gen::set(&CaseDraw::dims, gen_head_dims(p, caps.head_dim)),
+        gen::set(&CaseDraw::lengths, gen_lengths(p, caps.len)),
+        gen::set(&CaseDraw::scale, gen_scale(p)),
+        gen::set(&CaseDraw::dropout_p, gen_dropout(p, space)),
+        gen::set(&CaseDraw::data, gen_data(p)),
+        gen::set(&CaseDraw::dynamic, gen_dynamic(p, space, caps.batch_rank, caps.len)),
+        gen::set(&CaseDraw::attention, gen_attention(p, space, caps.batch_rank, caps.len)),
+        gen::set(&CaseDraw::start_pos, gen_start_pos(p, space, caps.len)));
+    return gen::map(draw, [p, caps](const CaseDraw& d) { return fit(d, p, caps); });
+  });
+}
+
+void showValue(const Case& c, std::ostream& os) { os << case_to_json(c).dump(); }
+
+}  // namespace sdpa

@@ -1,0 +1,134 @@
+#include "generators/case_gen.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "harness/case_json.h"
+#include "harness/case_validate.h"
+
+namespace sdpa {
+namespace {
+
+Case draw(const rc::Gen<Case>& g, uint64_t seed, int size) {
+  return g(rc::Random(seed), size).value();
+}
+
+CaseSpace restricted_space() {
+  CaseSpace s;
+  s.dtypes = {DType::f32};
+  s.bshd_layout = false;
+  s.dropout = false;
+  s.masks = false;
+  s.dynamic_dims = false;
+  s.max_batch_rank = 0;
+  return s;
+}
+
+CaseSpace kv_cache_space() {
+  CaseSpace s;
+  s.dtypes = {DType::bf16, DType::i8};
+  s.start_pos = true;
+  s.max_batch_rank = 1;
+  return s;
+}
+
+// Fails the test unless c lies inside what `space` lets the entry form take.
+void expect_inside(const Case& c, const CaseSpace& space) {
+  std::string json = case_to_json(c).dump();
+  EXPECT_NO_THROW(validate_case(c)) << json;
+  EXPECT_NE(std::find(space.dtypes.begin(), space.dtypes.end(), c.dtype), space.dtypes.end())
+      << json;
+  EXPECT_TRUE(space.bshd_layout || c.layout == Layout::bhsd) << json;
+  EXPECT_TRUE(space.start_pos || c.start_pos == SymExpr(0)) << json;
+  EXPECT_TRUE(space.dropout || c.dropout_p == 0.0) << json;
+  EXPECT_TRUE(space.masks || !c.mask) << json;
+  EXPECT_TRUE(space.dynamic_dims || c.symbols.empty()) << json;
+  EXPECT_LE(c.batch.size(), static_cast<size_t>(space.max_batch_rank)) << json;
+  EXPECT_LT(c.data.seed, uint64_t{1} << 53) << json;
+  EXPECT_FALSE(c.mask && c.is_causal) << json;
+  for (const auto& at : c.runs()) {
+    ConcreteSizes s = concrete_sizes(c, at);
+    EXPECT_TRUE(s.start_pos == 0 || s.start_pos + s.Lq <= s.Lkv) << json;  // fits the KV cache
+  }
+}
+
+class EveryDrawIsValid : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryDrawIsValid, AcrossSizes) {
+  const std::vector<CaseSpace> spaces = {CaseSpace{}, restricted_space(), kv_cache_space()};
+  const CaseSpace& space = spaces[GetParam()];
+  for (const GenPolicy& p : {GenPolicy::defaults(), GenPolicy::large()}) {
+    auto g = gen_case(p, space);
+    for (int size = 0; size <= 100; ++size)
+      for (uint64_t seed = 0; seed < 20; ++seed)
+        expect_inside(draw(g, seed * 101 + size, size), space);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Spaces, EveryDrawIsValid, ::testing::Values(0, 1, 2));
+
+TEST(GenCase, RoundTripsThroughJson) {
+  auto g = gen_case(GenPolicy::defaults(), kv_cache_space());
+  auto h = gen_case(GenPolicy::defaults(), CaseSpace{});
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    for (const Case& c : {draw(g, seed, seed % 101), draw(h, seed, seed % 101)}) {
+      std::string text = case_to_json(c).dump();
+      Case back = case_from_json(nlohmann::json::parse(text));
+      ASSERT_EQ(case_to_json(back).dump(), text);
+    }
+  }
+}
+
+TEST(GenCase, SizeZeroGivesTinyCases) {
+  auto g = gen_case(GenPolicy::large(), CaseSpace{});
+  for (uint64_t seed = 0; seed < 500; ++seed) {
+    Case c = draw(g, seed, 0);
+    for (const auto& at : c.runs()) {
+      ConcreteSizes s = concrete_sizes(c, at);
+      EXPECT_LE(std::max({s.Hq, s.Lq, s.Lkv, s.E, s.Ev}), 2) << case_summary(c);
+      EXPECT_EQ(s.batch_numel(), 1) << case_summary(c);
+    }
+  }
+}
+
+TEST(GenCase, SizesStayUnderThePolicyCaps) {
+  GenPolicy p = GenPolicy::defaults();
+  auto g = gen_case(p, CaseSpace{});
+  int64_t longest = 0;
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    Case c = draw(g, seed, 100);
+    EXPECT_LE(c.q_heads, p.max_heads);
+    EXPECT_LE(std::max(c.head_dim, c.value_dim), p.max_head_dim);
+    for (const auto& at : c.runs()) {
+      ConcreteSizes s = concrete_sizes(c, at);
+      longest = std::max({longest, s.Lq, s.Lkv});
+      EXPECT_LE(std::max(s.Lq, s.Lkv), p.max_len);
+      for (int64_t b : s.batch) EXPECT_LE(b, p.max_batch);
+    }
+  }
+  EXPECT_EQ(longest, p.max_len);
+}
+
+TEST(GenCase, DeterministicForTheSameRandomAndSize) {
+  auto g = gen_case(GenPolicy::defaults(), kv_cache_space());
+  int distinct = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const auto a = case_to_json(draw(g, seed, 60)).dump();
+    EXPECT_EQ(a, case_to_json(draw(g, seed, 60)).dump());
+    EXPECT_EQ(a,
+              case_to_json(
+                  gen_case(GenPolicy::defaults(), kv_cache_space())(rc::Random(seed), 60).value())
+                  .dump());
+    distinct += a != case_to_json(draw(g, seed + 1000, 60)).dump();
+  }
+  EXPECT_GT(distinct, 190);
+}
+
+TEST(GenCase, ShowsAsJson) {
+  Case c = draw(gen_case(GenPolicy::defaults(), CaseSpace{}), 3, 50);
+  EXPECT_EQ(rc::toString(c), case_to_json(c).dump());
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include "generators/case_gen.h"
+#include "harness/case_json.h"
+
+namespace sdpa {
+namespace {
+
+ConcreteSizes first_run(const Case& c) { return concrete_sizes(c, c.runs().front()); }
+
+TEST(Shrinking, ReachesTheSmallestCaseThatStillFails) {
+  auto pred = [](const Case& c) { return c.q_heads > 1 && first_run(c).Lkv > 3; };
+  int tried = 0;
+  for (uint64_t seed = 0; tried < 40; ++seed) {
+    auto s = gen_case(GenPolicy::defaults(), CaseSpace{})(rc::Random(seed), 100);
+    if (!pred(s.value())) continue;
+    ++tried;
+    const Case original = s.value();
+    const Case min = rc::shrinkable::findLocalMin(s, pred).first;
+    const std::string json = case_to_json(min).dump();
+    EXPECT_EQ(min.q_heads, 2) << json;
+    EXPECT_EQ(first_run(min).Lkv, 4) << json;
+    EXPECT_FALSE(min.mask) << json;
+    EXPECT_EQ(first_run(min).batch_numel(), 1) << json;
+    EXPECT_FALSE(min.is_causal) << json;
+    EXPECT_EQ(min.dropout_p, 0.0) << json;
+    EXPECT_FALSE(min.scale) << json;
+    EXPECT_EQ(min.data.distribution, Distribution::normal) << json;
+    EXPECT_EQ(min.data.seed, original.data.seed) << json;
+  }
+}
+
+TEST(Shrinking, PredicateOnHeadsAloneShrinksEverythingElse) {
+  CaseSpace space;
+  space.start_pos = true;
+  int tried = 0;
+  for (uint64_t seed = 0; tried < 40; ++seed) {
+    auto s = gen_case(GenPolicy::defaults(), space)(rc::Random(seed), 100);
+    if (s.value().q_heads < 2) continue;
+    ++tried;
+    const Case min =
+        rc::shrinkable::findLocalMin(s, [](const Case& c) { return c.q_heads > 1; }).first;
+    const std::string json = case_to_json(min).dump();
+    EXPECT_EQ(min.q_heads, 2) << json;
+    EXPECT_EQ(min.dtype, space.dtypes.front()) << json;
+    EXPECT_EQ(min.layout, Layout::bhsd) << json;
+    EXPECT_TRUE(min.batch.empty()) << json;
+    EXPECT_EQ(min.q_len, SymExpr(1)) << json;
+    EXPECT_EQ(min.kv_len, SymExpr(1)) << json;
+    EXPECT_EQ(min.head_dim, 1) << json;
+    EXPECT_EQ(min.value_dim, 1) << json;
+    EXPECT_TRUE(min.symbols.empty()) << json;
+    EXPECT_TRUE(min.runtime.empty()) << json;
+    EXPECT_EQ(min.start_pos, SymExpr(0)) << json;
+    EXPECT_FALSE(min.mask || min.is_causal || min.scale || min.dropout_p > 0) << json;
+    EXPECT_EQ(min.data.magnitude, 1.0) << json;
+    EXPECT_EQ(min.data.seed, s.value().data.seed) << json;
+  }
+}
+
+TEST(Shrinking, MaskShrinksToTwoDimsOverLqLkv) {
+  auto has_mask = [](const Case& c) { return c.mask.has_value(); };
+  int tried = 0;
+  for (uint64_t seed = 0; tried < 20; ++seed) {
+    auto s = gen_case(GenPolicy::defaults(), CaseSpace{})(rc::Random(seed), 100);
+    if (!has_mask(s.value())) continue;
+    ++tried;
+    const Case min = rc::shrinkable::findLocalMin(s, has_mask).first;
+    const std::string json = case_to_json(min).dump();
+    ASSERT_TRUE(min.mask) << json;
+    EXPECT_EQ(min.mask->dtype, DType::b8) << json;
+    EXPECT_EQ(min.mask->pattern, MaskPattern::keep_all) << json;
+    EXPECT_EQ(min.mask->shape, (SymShape{min.q_len, min.kv_len})) << json;
+  }
+}
+
+}  // namespace
+}  // namespace sdpa

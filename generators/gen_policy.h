@@ -1,0 +1,135 @@
+#pragma once
+/// GenPolicy: every knob of case generation in one struct, so that a whole
+/// generation strategy is one value (after YARPGen's GenPolicy). The
+/// generators never draw outside the target's CaseSpace, whatever the policy
+/// says: a knob only weighs the choices the space allows.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "harness/case.h"
+#include "harness/dtype.h"
+
+namespace sdpa {
+
+/// Options with relative weights (not necessarily summing to 1). The first
+/// option is the simplest: shrinking moves toward the front of the list.
+template <typename T>
+using Weighted = std::vector<std::pair<T, double>>;
+
+/// Lengths on either side of the 32/64/128/256/512 tiles attention kernels use.
+inline const std::vector<int64_t> kTileEdgeLengths = {31,  32,  33,  63,  64,  65,  127, 128,
+                                                      129, 255, 256, 257, 511, 512, 513};
+
+struct GenPolicy {
+  enum class HeadLayout { mha, gqa, mqa };  // Hq == Hkv; Hq = g * Hkv (g >= 2); Hkv == 1
+  enum class LengthRelation { decode, equal, q_shorter, q_longer };  // Lq == 1, ==, <, > Lkv
+  enum class MaskKind { none, bool_mask, additive };
+  enum class ScaleKind { none, ordinary, zero, negative, tiny, huge };
+  enum class SymbolMode { none, independent, shared };  // shared: Lq and Lkv are one symbol
+  enum class SymbolMax { cap, wide, hint };             // a symbol's declared upper bound
+
+  // Size caps, reached at RapidCheck size 100; smaller sizes scale them down
+  // linearly to 2 (lengths, heads, head dims) or 1 (batch dims) at size 0.
+  int64_t max_len = 128;      // Lq, Lkv and every runtime length
+  int64_t max_heads = 8;      // Hq
+  int64_t max_head_dim = 16;  // E and Ev
+  int64_t max_batch = 3;      // each batch dim and every runtime batch size
+  /// Bound on every tensor (q, k, v, mask, scores, output) at every runtime
+  /// size; the length cap shrinks to keep it. Cut at SizeLimits'
+  /// max_tensor_elements; keep it >= max_heads * max_batch^rank * max_head_dim.
+  int64_t max_elements = int64_t{1} << 22;
+
+  // dtype and layout. A space dtype missing from dtype_weights weighs 1.
+  Weighted<DType> dtype_weights = {
+      {DType::f32, 4}, {DType::f16, 2}, {DType::bf16, 2}, {DType::f64, 1}, {DType::i8, 1}};
+  double p_bshd = 0.25;  // q, k, v as [..., L, H, D] when the space allows it
+
+  // Batch: weight of each rank (index = rank), cut at CaseSpace::max_batch_rank.
+  std::vector<double> batch_rank_weights = {4, 3, 2, 1, 1};
+
+  // Heads.
+  Weighted<HeadLayout> head_layout_weights = {
+      {HeadLayout::mha, 3}, {HeadLayout::gqa, 3}, {HeadLayout::mqa, 2}};
+  /// Group size Hq / Hkv of GQA; 3, 5 and 6 are the non-powers of two.
+  Weighted<int64_t> group_size_weights = {{2, 3}, {3, 2}, {4, 2}, {5, 1}, {6, 1}, {8, 1}};
+  double p_enable_gqa_mha = 0.25;  // enable_gqa=true although Hq == Hkv
+  double p_enable_gqa_mqa = 0.5;   // Hkv == 1 with enable_gqa (else aten's broadcast)
+
+  // Lengths: the relation of Lq to Lkv, then each length log-uniform (small
+  // lengths common) or, with p_tile_edge_len, a tile edge under the cap.
+  Weighted<LengthRelation> length_relation_weights = {{LengthRelation::decode, 2},
+                                                      {LengthRelation::equal, 3},
+                                                      {LengthRelation::q_shorter, 3},
+                                                      {LengthRelation::q_longer, 2}};
+  double p_tile_edge_len = 0.1;
+  std::vector<int64_t> tile_edges = kTileEdgeLengths;
+
+  // Head dims.
+  double p_head_dim_pow2 = 0.5;       // E (and a differing Ev) a power of two
+  double p_value_dim_differs = 0.25;  // E != Ev
+
+  // Mask or is_causal (never both: aten rejects it). The weight of no mask
+  // is split into plain and is_causal by p_causal.
+  Weighted<MaskKind> mask_kind_weights = {
+      {MaskKind::none, 5}, {MaskKind::bool_mask, 2}, {MaskKind::additive, 2}};
+  double p_causal = 0.3;  // is_causal when no mask is drawn
+  Weighted<MaskPattern> mask_pattern_weights = {
+      {MaskPattern::keep_all, 1}, {MaskPattern::random, 3},  {MaskPattern::causal, 2},
+      {MaskPattern::window, 2},   {MaskPattern::padding, 2}, {MaskPattern::full_row, 2}};
+  Weighted<MaskFill> mask_fill_weights = {
+      {MaskFill::neg_inf, 2}, {MaskFill::min, 1}, {MaskFill::neg_1e4, 1}};
+  /// Keep probability of the random and full-row patterns.
+  Weighted<double> mask_keep_weights = {{0.5, 2}, {0.9, 1}, {0.1, 1}};
+  double p_mask_query_dtype = 0.5;  // an additive mask in the f16/bf16 query dtype, not f32
+  double p_mask_full_rank = 0.5;    // rank batch+3; else log-uniform in [2, batch+3]
+  double p_mask_dim_one = 0.3;      // each mask dim broadcast as 1
+
+  // Scalars.
+  double p_dropout = 0.1;
+  Weighted<double> dropout_weights = {{0.1, 1}, {0.5, 1}, {0.9, 1}};
+  Weighted<ScaleKind> scale_weights = {{ScaleKind::none, 4}, {ScaleKind::ordinary, 3},
+                                       {ScaleKind::zero, 1}, {ScaleKind::negative, 1},
+                                       {ScaleKind::tiny, 1}, {ScaleKind::huge, 1}};
+  /// ScaleKind::ordinary values, negated for ScaleKind::negative.
+  Weighted<double> ordinary_scales = {{1.0, 1}, {0.5, 1}, {0.125, 1}, {2.0, 1}};
+  double tiny_scale = 1e-8;
+  double huge_scale = 1e4;
+  /// start_pos > 0 where the space allows it and Lq + start_pos <= Lkv at
+  /// every size (custom_sdpa aborts beyond the cache).
+  double p_start_pos = 0.5;
+  double p_start_pos_bottom_right = 0.5;  // start_pos = Lkv - Lq, the decode position
+
+  // Dynamic dims.
+  Weighted<SymbolMode> symbol_mode_weights = {
+      {SymbolMode::none, 5}, {SymbolMode::independent, 3}, {SymbolMode::shared, 2}};
+  double p_len_symbolic = 0.6;    // Lq, Lkv each a symbol in independent mode
+  double p_batch_symbolic = 0.3;  // each batch dim a symbol when not static
+  double p_unbacked = 0.2;        // a symbol without hint
+  Weighted<int64_t> symbol_min_weights = {{1, 2}, {2, 2}, {0, 1}};  // lowered to the hint
+  Weighted<SymbolMax> symbol_max_weights = {
+      {SymbolMax::cap, 3}, {SymbolMax::wide, 2}, {SymbolMax::hint, 1}};
+  /// SymbolMax::wide, raised to the symbol's runtime cap, cut at SizeLimits' max_dim.
+  int64_t wide_symbol_max = 4096;
+  double p_runtime_differs = 0.6;   // each runtime size moved off the static size (the hint)
+  double p_runtime_boundary = 0.3;  // a moved size is hint +- 1 or its range's min or max
+  int64_t max_runtime_entries = 3;  // at most SizeLimits' max_runs
+
+  // Data.
+  Weighted<Distribution> distribution_weights = {{Distribution::normal, 4},
+                                                 {Distribution::uniform, 2},
+                                                 {Distribution::integers, 1},
+                                                 {Distribution::large, 1}};
+  Weighted<double> magnitude_weights = {{1.0, 6}, {0.01, 1}, {100.0, 1}};
+
+  /// Small cases for fast campaigns: about 1200 score elements
+  /// [batch..., Hq, Lq, Lkv] on average over sizes 0..100 (lengths are
+  /// log-uniform, so most cases are much smaller), tile edges up to 129.
+  static GenPolicy defaults();
+  /// Long sequences, so that every tile edge up to 513 appears: max_len 720,
+  /// cut to 591 by max_elements at size 100, with at most 6 heads and one
+  /// batch dim of at most 2.
+  static GenPolicy large();
+};
+
+}  // namespace sdpa

@@ -1,0 +1,39 @@
+#pragma once
+/// Generators for the call's scalar arguments: scale, dropout_p, start_pos,
+/// and the tensor data spec.
+#include <rapidcheck.h>
+
+#include <optional>
+
+#include "generators/gen_policy.h"
+#include "harness/case.h"
+#include "harness/case_space.h"
+
+namespace sdpa {
+
+/// None (1/sqrt(E)), an ordinary value, 0, a negative, a tiny or a huge
+/// scale. Shrinks toward none.
+rc::Gen<std::optional<double>> gen_scale(const GenPolicy& p);
+
+/// 0, or with p.p_dropout one of p.dropout_weights when space.dropout.
+rc::Gen<double> gen_dropout(const GenPolicy& p, const CaseSpace& space);
+
+/// What gen_start_pos draws, before it is fitted to a case's lengths.
+struct StartPosDraw {
+  bool positive = false;  // start_pos > 0, if the case leaves room
+  int64_t offset = 1;     // cut to the room; max_len gives bottom-right (Lkv - Lq)
+};
+
+/// Never positive unless space.start_pos; `offset` in [1, max_len], max_len
+/// with p.p_start_pos_bottom_right. Shrinks toward 0, then 1.
+rc::Gen<StartPosDraw> gen_start_pos(const GenPolicy& p, const CaseSpace& space, int64_t max_len);
+
+/// The start_pos of draw d for case c (sizes and runtime final): at most the
+/// room min(Lkv - Lq) over every runtime size and the hints, because
+/// custom_sdpa aborts when start_pos + Lq > Lkv; 0 when there is no room.
+SymExpr start_pos_for(const StartPosDraw& d, const Case& c);
+
+/// Seed (never shrunk), distribution and magnitude; shrinks toward normal, 1.0.
+rc::Gen<DataSpec> gen_data(const GenPolicy& p);
+
+}  // namespace sdpa

@@ -1,0 +1,126 @@
+#include "generators/shape_gen.h"
+
+#include <algorithm>
+
+#include "generators/draws.h"
+#include "harness/case_validate.h"
+
+namespace sdpa {
+namespace {
+
+using rc::Gen;
+namespace gen = rc::gen;
+
+std::vector<int64_t> powers_of_two_upto(int64_t max) {
+  std::vector<int64_t> out;
+  for (int64_t v = 1; v <= max; v *= 2) out.push_back(v);
+  return out;
+}
+
+Gen<int64_t> gen_length(const GenPolicy& p, int64_t lo, int64_t hi) {
+  return gen_size(lo, hi, p.tile_edges, p.p_tile_edge_len);
+}
+
+}  // namespace
+
+Gen<DType> gen_dtype(const GenPolicy& p, const CaseSpace& space) {
+  Weighted<DType> options;
+  for (DType d : space.dtypes) {
+    auto it = std::find_if(p.dtype_weights.begin(), p.dtype_weights.end(),
+                           [d](const auto& w) { return w.first == d; });
+    options.push_back({d, it == p.dtype_weights.end() ? 1.0 : it->second});
+  }
+  return gen_weighted(options, "GenPolicy.dtype_weights");
+}
+
+Gen<Layout> gen_layout(const GenPolicy& p, const CaseSpace& space) {
+  return gen::map(gen_flag(space.bshd_layout ? p.p_bshd : 0.0),
+                  [](bool bshd) { return bshd ? Layout::bshd : Layout::bhsd; });
+}
+
+Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads) {
+  using HL = GenPolicy::HeadLayout;
+  Weighted<int64_t> groups;
+  for (auto [g, w] : p.group_size_weights)
+    groups.push_back({g, g >= 2 && g <= max_heads ? w : 0.0});
+  const bool any_group =
+      std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second > 0; });
+  if (!any_group) groups = {{2, 1.0}};  // never used: GQA gets weight 0 below
+  Weighted<HL> layouts;
+  for (auto [layout, w] : p.head_layout_weights) {
+    const bool possible = layout == HL::mha || (layout == HL::mqa && max_heads >= 2) ||
+                          (layout == HL::gqa && any_group);
+    layouts.push_back({layout, possible ? w : 0.0});
+  }
+  // All parts are drawn independently and combined, so each shrinks on its
+  // own (a mapcat would freeze the layout once the head count shrinks).
+  return gen::apply(
+      [max_heads](HL layout, int64_t h, int64_t g, int64_t kv, bool gqa_mha, bool gqa_mqa) {
+        switch (layout) {
+          case HL::mha: return Heads{h, h, gqa_mha};
+          case HL::mqa: return Heads{std::max<int64_t>(h, 2), 1, gqa_mqa};
+          case HL::gqa: break;
+        }
+        const int64_t Hkv = 1 + (kv - 1) % (max_heads / g);  // wrapped so that g * Hkv fits
+        return Heads{g * Hkv, Hkv, true};
+      },
+      gen_weighted(layouts, "GenPolicy.head_layout_weights"), gen_size(1, max_heads),
+      gen_weighted(groups, "GenPolicy.group_size_weights"),
+      gen_size(1, max_heads, {2}, 0.5),  // else Hkv = 1 would crowd out true GQA at small caps
+      gen_flag(p.p_enable_gqa_mha), gen_flag(p.p_enable_gqa_mqa));
+}
+
+size_t max_batch_rank(const GenPolicy& p, const CaseSpace& space) {
+  if (p.batch_rank_weights.empty()) throw std::invalid_argument("GenPolicy: no batch rank weights");
+  const auto limit = std::min<int64_t>(space.max_batch_rank, SizeLimits{}.max_batch_rank);
+  return std::min(p.batch_rank_weights.size() - 1,
+                  static_cast<size_t>(std::max<int64_t>(limit, 0)));
+}
+
+Gen<std::vector<int64_t>> gen_batch(const GenPolicy& p, const CaseSpace& space, int64_t max_batch) {
+  const size_t max_rank = max_batch_rank(p, space);
+  std::vector<double> weights(p.batch_rank_weights.begin(),
+                              p.batch_rank_weights.begin() + max_rank + 1);
+  return gen::apply(
+      [](size_t rank, std::vector<int64_t> dims) {
+        dims.resize(rank);
+        return dims;
+      },
+      gen_choice(weights, "GenPolicy.batch_rank_weights"),
+      gen_each(std::vector<Gen<int64_t>>(max_rank, gen_size(1, max_batch))));
+}
+
+Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim) {
+  auto dim = gen_size(1, max_head_dim, powers_of_two_upto(max_head_dim), p.p_head_dim_pow2);
+  return gen::apply(
+      [max_head_dim](int64_t e, bool differs, int64_t ev) {
+        if (!differs) return HeadDims{e, e};
+        if (ev == e) ev = e < max_head_dim ? e + 1 : e - 1;
+        return HeadDims{e, ev};
+      },
+      dim, gen_flag(max_head_dim >= 2 ? p.p_value_dim_differs : 0.0), dim);
+}
+
+Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len) {
+  using R = GenPolicy::LengthRelation;
+  Weighted<R> relations;
+  for (auto [r, w] : p.length_relation_weights)
+    relations.push_back({r, r == R::q_shorter || r == R::q_longer ? (max_len >= 2 ? w : 0.0) : w});
+  // `a` is the longer length and `b` the shorter, taken modulo to fit below
+  // `a`: drawn apart, each shrinks on its own.
+  return gen::apply(
+      [](R relation, int64_t a, int64_t b) {
+        const int64_t longer = std::max<int64_t>(a, 2), shorter = 1 + (b - 1) % (longer - 1);
+        switch (relation) {
+          case R::decode: return Lengths{1, a};
+          case R::equal: return Lengths{a, a};
+          case R::q_shorter: return Lengths{shorter, longer};
+          case R::q_longer: break;
+        }
+        return Lengths{longer, shorter};
+      },
+      gen_weighted(relations, "GenPolicy.length_relation_weights"), gen_length(p, 1, max_len),
+      gen_length(p, 1, max_len));
+}
+
+}  // namespace sdpa

@@ -1,0 +1,57 @@
+#pragma once
+/// Generators for the static shape of a call: dtype, layout, heads, batch,
+/// head dims and lengths. Each takes its cap (already scaled by size).
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "generators/gen_policy.h"
+#include "harness/case.h"
+#include "harness/case_space.h"
+
+namespace sdpa {
+
+struct Heads {
+  int64_t Hq = 1;
+  int64_t Hkv = 1;
+  bool enable_gqa = false;
+};
+
+struct Lengths {
+  int64_t Lq = 1;
+  int64_t Lkv = 1;
+};
+
+struct HeadDims {
+  int64_t E = 1;
+  int64_t Ev = 1;
+};
+
+/// One of space.dtypes, weighed by p.dtype_weights; shrinks toward space.dtypes[0].
+rc::Gen<DType> gen_dtype(const GenPolicy& p, const CaseSpace& space);
+
+/// bshd only when space.bshd_layout; shrinks toward bhsd.
+rc::Gen<Layout> gen_layout(const GenPolicy& p, const CaseSpace& space);
+
+/// A head layout aten accepts, with Hq <= max_heads: MHA (Hq == Hkv), GQA
+/// (enable_gqa, Hq = g * Hkv) or MQA (Hkv == 1). Shrinks toward MHA, Hq 1.
+rc::Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads);
+
+/// The highest batch rank drawn: the last rank p.batch_rank_weights weighs,
+/// cut at space.max_batch_rank and SizeLimits' max_batch_rank.
+size_t max_batch_rank(const GenPolicy& p, const CaseSpace& space);
+
+/// Leading dims, rank at most max_batch_rank(p, space), each in
+/// [1, max_batch]. Shrinks toward rank 0.
+rc::Gen<std::vector<int64_t>> gen_batch(const GenPolicy& p, const CaseSpace& space,
+                                        int64_t max_batch);
+
+/// E and Ev in [1, max_head_dim], E != Ev with p.p_value_dim_differs.
+rc::Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim);
+
+/// Lq and Lkv in [1, max_len] in a relation of p.length_relation_weights,
+/// each possibly a tile edge. Shrinks toward Lq = 1 (decode) and Lkv = 1.
+rc::Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len);
+
+}  // namespace sdpa
