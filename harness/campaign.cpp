@@ -156,6 +156,7 @@ class TargetCampaign {
     CorpusEntry e;
     e.target = run_.target;
     e.options = run_.options;
+    if (!opt_.check.passes) e.options[kPassesOption] = "off";
     e.expect = verdict_name(r.verdict);
     e.c = c;
     if (const Finding* f = r.primary()) e.finding = finding_to_json(*f);

@@ -94,7 +94,10 @@ class CaseChecker {
   // Tensors and golden outputs at every run; false on oracle disagreement.
   bool prepare() {
     auto t0 = Clock::now();
-    for (const auto& at : runs_) tensors_.push_back(make_case_tensors(c_, at));
+    for (const auto& at : runs_) {
+      tensors_.push_back(make_case_tensors(c_, at));
+      inputs_.push_back(target_.inputs(c_, tensors_.back()));
+    }
     result_.timing.generate += seconds_since(t0);
     t0 = Clock::now();
     for (size_t r = 0; r < runs_.size(); ++r) {
@@ -144,7 +147,7 @@ class CaseChecker {
     Verdict failed = Verdict::pass;
     std::string msg;
     try {
-      o.exec = interpret(g, k, target_.inputs(c_, tensors_[r]), ctx, keep);
+      o.exec = interpret(g, k, inputs_[r], ctx, keep);
     } catch (const KernelError& e) {
       msg = e.what();
       failed = e.kind == KernelError::Kind::fatal         ? Verdict::crash
@@ -166,6 +169,14 @@ class CaseChecker {
       o.error.sizes = runs_[r];
     }
     return o;
+  }
+
+  // The error model depends only on the run and the dtype: computed once.
+  const ErrorBound& error_bound(size_t r, DType dtype) {
+    auto key = std::make_pair(r, dtype);
+    auto it = bounds_.find(key);
+    if (it == bounds_.end()) it = bounds_.emplace(key, ref_.bound(c_, tensors_[r], goldens_[r], dtype)).first;
+    return it->second;
   }
 
   double value_scale() const {
@@ -226,7 +237,7 @@ class CaseChecker {
     ErrorBound bound;
     DType dtype = c_.dtype;
     if (baseline) {
-      bound = ref_.bound(c_, tensors_[r], gold, dtype);
+      bound = error_bound(r, dtype);
       cmp = compare_accuracy(out, *baseline, gold, bound, dtype, value_scale());
     } else {
       cmp = compare_exact(out, gold, value_scale());
@@ -243,7 +254,7 @@ class CaseChecker {
       f.verdict = Verdict::shape_mismatch;
       f.detail = "output shape " + shape_str(out.shape) + ", golden " + shape_str(gold.out.shape);
     } else if (!cmp.nonfinite_rows.empty()) {
-      auto declared = target_.explains_nan(c_, gold, cmp.nonfinite_rows, kernel_set.empty() ? "exact" : kernel_set);
+      auto declared = target_.explains_nan(c_, tensors_[r], gold, cmp.nonfinite_rows, kernel_set.empty() ? "exact" : kernel_set);
       f.verdict = declared ? Verdict::known_divergence : Verdict::nan_mismatch;
       int64_t row = cmp.nonfinite_rows[0];
       Shape rows(gold.out.shape.begin(), gold.out.shape.end() - 1);
@@ -358,6 +369,8 @@ class CaseChecker {
   ShapeEnv env_;
   std::vector<Assignment> runs_;
   std::vector<CaseTensors> tensors_;
+  std::vector<std::map<std::string, Tensor>> inputs_;  // placeholder bindings per run
+  std::map<std::pair<size_t, DType>, ErrorBound> bounds_;
   std::vector<Golden> goldens_;
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision

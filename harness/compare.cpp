@@ -70,7 +70,8 @@ Comparison compare_accuracy(const Tensor& cand, const Tensor& baseline, const Go
     double e = std::fabs(cand.data[i] - g.out.data[i]);
     size_t row = static_cast<size_t>(i / ev);
     double model = row < bound.row_bound.size() ? bound.row_bound[row] + floor : floor;
-    double limit = std::min(relative_rule, model);
+    double typical = row < bound.row_typical.size() ? 2.0 * bound.row_typical[row] + floor : 0.0;
+    double limit = std::min(std::max(relative_rule, typical), model);
     if (e > c.max_abs || c.worst < 0) c.max_abs = e;
     // Report the element that breaks its bound by the largest factor.
     double excess = limit > 0 ? e / limit : (e > 0 ? INFINITY : 0);

@@ -21,8 +21,11 @@ struct Comparison {
 Comparison compare_exact(const Tensor& out, const Golden& g, double value_scale, double rel = 1e-9);
 
 /// A target kernel C against golden G with baseline B (NUMERICS.md): every
-/// element within 2 * maxabs(B - G) + floor and within the error model's
-/// bound for its row. The floor is 2 ulps of the output dtype at
+/// element within 2 * max(maxabs(B - G), typical error of its row) + floor
+/// and within the error model's bound for its row. The typical error keeps
+/// ill-conditioned rows (huge logits), where two correct kernels differ by
+/// rounding luck alone, from failing a kernel that happened to round worse
+/// than the baseline. The floor is 2 ulps of the output dtype at
 /// max(max|G|, value_scale): an output is a weighted average of V rows, so
 /// one that cancels to near 0 still carries rounding errors of u * max|V|.
 /// A baseline that is non-finite where golden is finite drops the first rule.

@@ -12,6 +12,9 @@ namespace sdpa {
 
 inline constexpr const char* kCorpusFormat = "sdpacheck.case.v1";
 inline constexpr const char* kVersion = "0.1.0";
+/// The one harness option an entry's `options` may hold besides the
+/// target's own: "passes": "off" replays an identity self-check finding.
+inline constexpr const char* kPassesOption = "passes";
 
 struct CorpusEntry {
   std::string target;

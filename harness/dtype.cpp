@@ -1,6 +1,7 @@
 #include "harness/dtype.h"
 
 #include <cfloat>
+#include <cstring>
 #include <cmath>
 #include <limits>
 
@@ -22,15 +23,26 @@ FloatFormat format_of(DType t) {
   }
 }
 
+double power_of_two(int e) {
+  uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
 // Round-to-nearest-even onto a binary format with `precision` bits, gradual
-// underflow below 2^emin and overflow to infinity.
+// underflow below 2^emin and overflow to infinity. Adding and subtracting
+// 1.5 * 2^52 quanta rounds to a multiple of the quantum in the current
+// (nearest-even) mode with two exact double operations.
 double round_binary(double x, const FloatFormat& f) {
   if (!std::isfinite(x) || x == 0.0) return x;
-  int e = 0;
-  std::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
-  int lead = std::max(e - 1, f.emin);
-  double quantum = std::ldexp(1.0, lead - (f.precision - 1));
-  double r = std::nearbyint(x / quantum) * quantum;
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // |x| in [2^e, 2^(e+1))
+  int lead = std::max(e, f.emin);
+  double shifter = 1.5 * power_of_two(lead - (f.precision - 1) + 52);
+  volatile double sum = x + shifter;  // volatile: keep the two roundings apart
+  double r = sum - shifter;
   if (std::fabs(r) > f.max_finite) return std::copysign(INFINITY, x);
   return r;
 }

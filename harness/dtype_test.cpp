@@ -47,3 +47,31 @@ TEST(DType, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace sdpa
+
+namespace sdpa {
+namespace {
+
+// Straightforward rounding: scale to an integer count of quanta, rint.
+double slow_round(double x, int precision, int emin, double max_finite) {
+  if (!std::isfinite(x) || x == 0) return x;
+  int e = 0;
+  std::frexp(x, &e);
+  double q = std::ldexp(1.0, std::max(e - 1, emin) - (precision - 1));
+  double r = std::nearbyint(x / q) * q;
+  return std::fabs(r) > max_finite ? std::copysign(INFINITY, x) : r;
+}
+
+TEST(DType, FastRoundingMatchesTheDefinitionOnRandomValues) {
+  uint64_t state = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    double mant = static_cast<double>(state >> 11) * 0x1p-53;
+    int exp = static_cast<int>((state >> 3) % 80) - 40;
+    double x = std::ldexp(mant, exp) * ((state & 1) ? -1 : 1);
+    ASSERT_EQ(round_to(DType::f16, x), slow_round(x, 11, -14, 65504.0)) << x;
+    ASSERT_EQ(round_to(DType::bf16, x), slow_round(x, 8, -126, 3.38953138925153547590470800371487866880e38)) << x;
+  }
+}
+
+}  // namespace
+}  // namespace sdpa

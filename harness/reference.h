@@ -26,7 +26,10 @@ struct Golden {
 /// An absolute bound on |kernel - golden| for each output row, and every
 /// input it was derived from (printed with a failure).
 struct ErrorBound {
-  std::vector<double> row_bound;  // one per query row of [batch..., Hq, Lq]
+  std::vector<double> row_bound;    // one per query row of [batch..., Hq, Lq]
+  /// The error a correct kernel typically shows (sqrt(d), sqrt(n) growth
+  /// instead of d, n), per row; never above row_bound.
+  std::vector<double> row_typical;
   nlohmann::json inputs;
   double max_bound() const;
 };

@@ -19,9 +19,17 @@ const char* replay_status_name(ReplayStatus s) {
 
 ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
                            const ReferenceModel& reference, bool keep_graphs) {
-  auto target = registry.make(e.target, e.options);
+  Options target_options = e.options;
   CheckOptions opt;
   opt.keep_graphs = keep_graphs;
+  if (auto it = target_options.find(kPassesOption); it != target_options.end()) {
+    if (it->second != "on" && it->second != "off")
+      throw InputError(std::string("options.") + kPassesOption + ": expected on or off, got '" +
+                       it->second + "'");
+    opt.passes = it->second == "on";
+    target_options.erase(it);
+  }
+  auto target = registry.make(e.target, target_options);
   ReplayOutcome o;
   o.result = run_case(*target, reference, e.c, opt);
   o.expected = e.expect;

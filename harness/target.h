@@ -82,8 +82,9 @@ class Target {
   virtual std::vector<DeclaredDivergence> divergences() const { return {}; }
   /// The name of a declared divergence that explains non-finite values at
   /// `bad_rows` (query rows of [batch..., Hq, Lq]) of `kernel_set`'s
-  /// output, or none.
-  virtual std::optional<std::string> explains_nan(const Case& c, const Golden& g,
+  /// output on the inputs `t`, or none.
+  virtual std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t,
+                                                  const Golden& g,
                                                   const std::vector<int64_t>& bad_rows,
                                                   const std::string& kernel_set) const {
     return std::nullopt;

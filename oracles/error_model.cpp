@@ -122,6 +122,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DTy
   ErrorBound eb;
   if (!is_floating(dtype)) {
     eb.row_bound.assign(call.rows(), kInf);
+    eb.row_typical.assign(call.rows(), kInf);
     eb.inputs = {{"dtype", dtype_name(dtype)},
                  {"note",
                   "no float error model for an integer dtype: quantized stages are "
@@ -138,6 +139,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DTy
   Shape rows = s.batch;
   rows.insert(rows.end(), {s.Hq, s.Lq});
   eb.row_bound.resize(call.rows());
+  eb.row_typical.resize(call.rows());
   double worst = -1;
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
@@ -148,6 +150,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DTy
         RowInputs r = row_inputs(scores, q, k, v, i, g.out.data.data() + row * s.Ev, s.Ev);
         RowBound rb = row_bound(m, r);
         eb.row_bound[row] = rb.bound;
+        eb.row_typical[row] = rb.typical;
         // The inputs printed are those of the largest finite bound.
         double rank = std::isfinite(rb.bound) ? rb.bound : -0.5;
         if (rank > worst) {

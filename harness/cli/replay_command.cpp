@@ -31,7 +31,12 @@ int run_replay(const ReplayArgs& a, Wiring& w) {
   for (const auto& file : collect_corpus_files(a.paths)) {
     try {
       CorpusEntry e = read_corpus_file(file, limits);
-      ReplayOutcome o = replay_entry(e, w.registry, *w.reference, a.verbose);
+      ReplayOutcome o;
+      try {
+        o = replay_entry(e, w.registry, *w.reference, a.verbose);
+      } catch (const InputError& err) {
+        throw InputError(file + ": " + err.what());
+      }
       std::cout << replay_status_name(o.status) << "  " << file << "  expect=" << o.expected
                 << " observed=" << o.observed << "\n";
       if (o.status == ReplayStatus::fixed)
