@@ -34,6 +34,13 @@ TEST(CounterStream, ElementsArePureFunctionsOfSeedNameIndex) {
   }
 }
 
+// Values computed by the Python rebuild in the README: keeps the two in step.
+TEST(CounterStream, MatchesThePythonRebuild) {
+  EXPECT_EQ(CounterStream(42, "q").bits(0), 2946435179081985290ULL);
+  EXPECT_EQ(CounterStream(42, "q").uniform01(5), 0.04970953885017415);
+  EXPECT_NEAR(CounterStream(42, "v").normal(3), -0.514746625669289, 1e-15);
+}
+
 TEST(TensorData, IntegersMakeScoresExactInF32) {
   Case c = small_case();
   c.data.distribution = Distribution::integers;
