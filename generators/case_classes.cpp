@@ -49,6 +49,7 @@ void add_mask_classes(const Case& c, std::set<std::string>& out) {
   if (m.pattern == MaskPattern::full_row) out.insert("full-row-mask");
   if (additive) out.insert(std::string("fill:") + fill_name(m.fill));
   if (m.shape.size() < score_shape(c).size()) out.insert("mask-rank<full");
+  if (m.shape.size() == 1) out.insert("mask-rank:1");
   if (std::any_of(m.shape.begin(), m.shape.end(), [](const SymExpr& d) { return d == SymExpr(1); }))
     out.insert("mask-dim-1");
 }
@@ -82,6 +83,7 @@ void add_symbol_classes(const Case& c, std::set<std::string>& out) {
       if (info.hint && at.at(name) != *info.hint) out.insert("runtime!=hint");
   }
   if (c.runtime.size() > 1) out.insert("runtime:multiple");
+  if (!c.start_pos.is_constant() && c.kv_len == c.start_pos + c.q_len) out.insert("kv=start_pos+Lq");
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ TEST(Distribution, DefaultsReachEveryBoundaryClass) {
         "pattern:keep-all", "fill:-inf", "fill:min", "fill:-1e4", "mask-rank<full", "mask-dim-1",
         "mask-dtype:f32", "mask-dtype:f16", "mask-dtype:bf16", "causal", "dropout", "bshd",
         "scale:none", "scale:0", "scale:negative", "scale:tiny", "scale:huge", "scale:ordinary",
-        "start_pos>0", "symbols:none", "symbols:shared", "symbols:independent", "symbols:batch",
+        "start_pos>0", "kv=start_pos+Lq", "mask-rank:1", "symbols:none", "symbols:shared", "symbols:independent", "symbols:batch",
         "symbol:unbacked", "runtime!=hint", "runtime:multiple", "dtype:f32", "dtype:f16",
         "dtype:bf16", "dtype:f64", "batch-rank:0", "batch-rank:1", "batch-rank:2", "dist:normal",
         "dist:uniform", "dist:integers", "dist:large"})

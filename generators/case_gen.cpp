@@ -82,8 +82,9 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps) {
   c.dropout_p = d.dropout_p;
   c.data = d.data;
   apply_dynamic(d.dynamic, p, caps.len, caps.batch, c);
+  const bool cache = apply_cache_position(d.start_pos, caps.len, c);
   apply_attention(d.attention, c);
-  c.start_pos = start_pos_for(d.start_pos, c);
+  if (!cache) c.start_pos = start_pos_for(d.start_pos, c);
   return c;
 }
 

@@ -84,6 +84,7 @@ struct GenPolicy {
   double p_mask_query_dtype = 0.5;  // an additive mask in the f16/bf16 query dtype, not f32
   double p_mask_full_rank = 0.5;    // rank batch+3; else log-uniform in [2, batch+3]
   double p_mask_dim_one = 0.3;      // each mask dim broadcast as 1
+  double p_mask_rank_one = 0.05;    // a 1-D mask [Lkv] (or [1]), broadcast over every row
 
   // Scalars.
   double p_dropout = 0.1;
@@ -99,6 +100,9 @@ struct GenPolicy {
   /// every size (custom_sdpa aborts beyond the cache).
   double p_start_pos = 0.5;
   double p_start_pos_bottom_right = 0.5;  // start_pos = Lkv - Lq, the decode position
+  /// With start_pos > 0: the KV cache shape of decoding, Lkv = start_pos + Lq,
+  /// start_pos a symbol (unbacked with p_unbacked), as export sees input_pos.
+  double p_cache_kv_len = 0.3;
 
   // Dynamic dims.
   Weighted<SymbolMode> symbol_mode_weights = {

@@ -40,6 +40,7 @@ Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space, siz
                gen_weighted(p.mask_fill_weights, "GenPolicy.mask_fill_weights")),
       gen::set(&AttentionDraw::query_dtype, gen_flag(p.p_mask_query_dtype)),
       gen::set(&AttentionDraw::rank, gen_size(2, full, {full}, p.p_mask_full_rank)),
+      gen::set(&AttentionDraw::rank_one, gen_flag(p.p_mask_rank_one)),
       gen::set(&AttentionDraw::ones,
                gen_each(std::vector<Gen<bool>>(max_batch_rank + 3, gen_flag(p.p_mask_dim_one)))));
 }
@@ -52,7 +53,7 @@ void apply_attention(const AttentionDraw& d, Case& c) {
     return;
   }
   const SymShape scores = score_shape(c);
-  const int64_t rank = std::min(d.rank, static_cast<int64_t>(scores.size()));
+  const int64_t rank = d.rank_one ? 1 : std::min(d.rank, static_cast<int64_t>(scores.size()));
   int64_t max_kv_len = 1;
   for (const auto& at : c.runs()) max_kv_len = std::max(max_kv_len, c.kv_len.eval(at));
 

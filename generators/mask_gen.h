@@ -23,6 +23,7 @@ struct AttentionDraw {
   MaskFill fill = MaskFill::neg_inf;
   bool query_dtype = false;  // an additive mask in the f16/bf16 query dtype
   int64_t rank = 2;          // cut to batch+3
+  bool rank_one = false;     // overrides rank: a 1-D mask
 
   std::vector<bool> ones;  // mask dim i broadcast as 1
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "generators/draws.h"
 
@@ -37,7 +38,40 @@ Gen<double> gen_dropout(const GenPolicy& p, const CaseSpace& space) {
 Gen<StartPosDraw> gen_start_pos(const GenPolicy& p, const CaseSpace& space, int64_t max_len) {
   return gen::build<StartPosDraw>(
       gen::set(&StartPosDraw::positive, gen_flag(space.start_pos ? p.p_start_pos : 0.0)),
-      gen::set(&StartPosDraw::offset, gen_size(1, max_len, {max_len}, p.p_start_pos_bottom_right)));
+      gen::set(&StartPosDraw::offset, gen_size(1, max_len, {max_len}, p.p_start_pos_bottom_right)),
+      gen::set(&StartPosDraw::cache, gen_flag(space.start_pos ? p.p_cache_kv_len : 0.0)),
+      gen::set(&StartPosDraw::unbacked, gen_flag(p.p_unbacked)),
+      gen::set(&StartPosDraw::other, gen_size(0, max_len)));
+}
+
+bool apply_cache_position(const StartPosDraw& d, int64_t max_len, Case& c) {
+  if (!d.positive || !d.cache) return false;
+  int64_t longest_q = 1;
+  for (const auto& at : c.runs()) longest_q = std::max(longest_q, c.q_len.eval(at));
+  const int64_t max_sp = max_len - longest_q;
+  if (max_sp < 1) return false;
+  const int64_t hint = std::min(d.offset, max_sp);
+  SymbolInfo sp;
+  if (!d.unbacked) sp.hint = hint;
+  sp.min = 0;
+  sp.max = max_sp;
+  c.symbols["sp"] = sp;
+  if (c.runtime.empty()) c.runtime.assign(d.other != hint ? 2 : 1, Assignment{});
+  for (size_t e = 0; e < c.runtime.size(); ++e)
+    c.runtime[e]["sp"] = e % 2 == 0 ? hint : std::min(d.other, max_sp);
+  c.start_pos = SymExpr::symbol("sp");
+  const SymExpr old_kv_len = c.kv_len;
+  c.kv_len = c.start_pos + c.q_len;
+  // A symbol that only named the old Lkv is no longer used.
+  std::set<std::string> used = c.kv_len.symbols();
+  for (const auto& d : c.batch)
+    for (const auto& s : d.symbols()) used.insert(s);
+  for (const auto& s : old_kv_len.symbols())
+    if (!used.count(s)) {
+      c.symbols.erase(s);
+      for (auto& at : c.runtime) at.erase(s);
+    }
+  return true;
 }
 
 SymExpr start_pos_for(const StartPosDraw& d, const Case& c) {

@@ -22,6 +22,9 @@ rc::Gen<double> gen_dropout(const GenPolicy& p, const CaseSpace& space);
 struct StartPosDraw {
   bool positive = false;  // start_pos > 0, if the case leaves room
   int64_t offset = 1;     // cut to the room; max_len gives bottom-right (Lkv - Lq)
+  bool cache = false;     // Lkv = start_pos + Lq, start_pos a symbol
+  bool unbacked = false;  // that symbol has no hint
+  int64_t other = 0;      // a runtime value of it besides the hint
 };
 
 /// Never positive unless space.start_pos; `offset` in [1, max_len], max_len
@@ -32,6 +35,12 @@ rc::Gen<StartPosDraw> gen_start_pos(const GenPolicy& p, const CaseSpace& space, 
 /// room min(Lkv - Lq) over every runtime size and the hints, because
 /// custom_sdpa aborts when start_pos + Lq > Lkv; 0 when there is no room.
 SymExpr start_pos_for(const StartPosDraw& d, const Case& c);
+
+/// With d.cache (and d.positive): start_pos becomes symbol "sp" hinted at
+/// `offset` (cut to max_len - Lq), Lkv becomes sp + Lq, and every runtime
+/// entry gives sp a value. Call before the mask is fitted to the lengths.
+/// Returns false (and changes nothing) when the draw is not a cache draw.
+bool apply_cache_position(const StartPosDraw& d, int64_t max_len, Case& c);
 
 /// Seed (never shrunk), distribution and magnitude; shrinks toward normal, 1.0.
 rc::Gen<DataSpec> gen_data(const GenPolicy& p);

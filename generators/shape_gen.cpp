@@ -79,8 +79,10 @@ size_t max_batch_rank(const GenPolicy& p, const CaseSpace& space) {
 
 Gen<std::vector<int64_t>> gen_batch(const GenPolicy& p, const CaseSpace& space, int64_t max_batch) {
   const size_t max_rank = max_batch_rank(p, space);
-  std::vector<double> weights(p.batch_rank_weights.begin(),
-                              p.batch_rank_weights.begin() + max_rank + 1);
+  const std::vector<double>& preferred =
+      space.batch_rank_weights.empty() ? p.batch_rank_weights : space.batch_rank_weights;
+  std::vector<double> weights(preferred.begin(),
+                              preferred.begin() + std::min(max_rank + 1, preferred.size()));
   return gen::apply(
       [](size_t rank, std::vector<int64_t> dims) {
         dims.resize(rank);

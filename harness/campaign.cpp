@@ -118,27 +118,31 @@ class TargetCampaign {
     for (const auto& d : r.decisions) ++run_.guard_rules[d.deciding_rule];
     if (!worth_recording(r.verdict)) return;
     const Finding& f = *r.primary();
-    std::string signature = f.signature();
-    if (!seen_.insert(signature).second) {
+    // A failure kind seen with this defect class is a duplicate; otherwise
+    // shrink it, and the shrunk case's class decides whether it is new.
+    if (!seen_raw_.insert(f.signature()).second) {
       ++run_.duplicates;
       return;
     }
-    record(i, s, f, signature);
+    record(i, s, f.failure_key());
   }
 
-  void record(int64_t i, const rc::Shrinkable<Case>& s, const Finding& original,
-              const std::string& signature) {
+  void record(int64_t i, const rc::Shrinkable<Case>& s, const std::string& key) {
     auto same_failure = [&](const Case& candidate) {
       CaseResult r = check(candidate);
       const Finding* f = r.primary();
-      return f && f->verdict == original.verdict && f->check == original.check &&
-             f->kernel_set == original.kernel_set;
+      return f && f->failure_key() == key;
     };
     auto [shrunk, steps] = shrink_case(s, same_failure, opt_.max_shrink_steps);
     CheckOptions keep = opt_.check;
     keep.keep_graphs = true;
     CaseResult final_result = run_case(target_, ref_, shrunk, keep);
     const Finding* f = final_result.primary();
+    std::string signature = f ? f->signature() : key;
+    if (!seen_.insert(signature).second) {
+      ++run_.duplicates;
+      return;
+    }
     WrittenFinding w;
     w.verdict = verdict_name(final_result.verdict);
     w.check = f ? check_name(f->check) : "";
@@ -172,7 +176,8 @@ class TargetCampaign {
   rc::Gen<Case> gen_;
   const CampaignOptions& opt_;
   TargetRun run_;
-  std::set<std::string> seen_;
+  std::set<std::string> seen_;      // signatures of recorded (shrunk) findings
+  std::set<std::string> seen_raw_;  // signatures of failures before shrinking
 };
 
 }  // namespace

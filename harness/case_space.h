@@ -14,6 +14,9 @@ struct CaseSpace {
   bool masks = true;
   bool dynamic_dims = true;
   int max_batch_rank = 2;
+  /// Weight of each batch rank (index = rank) when the entry form prefers
+  /// some ranks (a 4-D [B, H, L, D] op); empty: the generation policy's.
+  std::vector<double> batch_rank_weights;
 };
 
 }  // namespace sdpa

@@ -81,6 +81,10 @@ class CaseChecker {
   }
 
   CaseResult finish() {
+    if (!result_.findings.empty()) {
+      std::string cls = target_.failure_class(c_);
+      for (auto& f : result_.findings) f.failure_class = cls;
+    }
     if (const Finding* f = result_.primary()) {
       result_.verdict = f->verdict;
     } else {
@@ -164,9 +168,10 @@ class CaseChecker {
     result_.timing.kernels += seconds_since(t0);
     if (!o.exec) {
       o.error = finding(failed, main_check(), msg);
-      o.error.kernel_set = k.name() == "exact" ? "" : k.name();
+      o.error.kernel_set = &k == &target_.exact_kernels() ? "" : k.name();
       o.error.run = static_cast<int>(r);
       o.error.sizes = runs_[r];
+      o.error.violated_assumptions = violated_assumptions(r);
     }
     return o;
   }
@@ -217,7 +222,7 @@ class CaseChecker {
       return false;
     }
     for (size_t r = 0; r < runs_.size(); ++r) {
-      Outcome o = execute(g1, exact_kernels(), r, true);
+      Outcome o = execute(g1, target_.exact_kernels(), r, true);
       if (!o.exec) {
         result_.findings.push_back(o.error);
         return false;
@@ -286,7 +291,7 @@ class CaseChecker {
     for (const auto& ks : target_.kernel_sets())
       if (ks.kernels->name() == kernel_set) target_kernels = ks.kernels;
     if (!target_kernels) return "";
-    Outcome exact = execute(g, exact_kernels(), r, false, true);
+    Outcome exact = execute(g, target_.exact_kernels(), r, false, true);
     Outcome got = execute(g, *target_kernels, r, false, true);
     if (!exact.exec || !got.exec) return "";
     std::string largest;
@@ -353,7 +358,7 @@ class CaseChecker {
     std::optional<Graph> forced = apply_passes(stages[0], pass, nullptr, nullptr);
     if (!forced || !verify_graph(*forced).empty()) return;
     for (size_t r = 0; r < runs_.size(); ++r) {
-      Outcome o = execute(*forced, exact_kernels(), r, true);
+      Outcome o = execute(*forced, target_.exact_kernels(), r, true);
       if (!o.exec || !compare_exact(o.exec->outputs[0], goldens_[r], value_scale()).within) return;
     }
     result_.findings.push_back(

@@ -24,9 +24,13 @@ struct Finding {
   Assignment sizes;            // the runtime sizes of that run
   nlohmann::json bound_inputs;
   std::vector<std::string> violated_assumptions;
+  std::string failure_class;  // the target's defect class of the case
 
-  /// Short identity of the failure for deduplication: target-independent
-  /// parts only (verdict, check, kernel set, diverging op).
+  /// What kind of failure this is, independent of the case: verdict, check,
+  /// kernel set, the op of the diverging node, and for an error its message
+  /// with numbers blanked. Shrinking keeps it.
+  std::string failure_key() const;
+  /// failure_key plus the target's defect class: what deduplicates findings.
   std::string signature() const;
 };
 

@@ -1,6 +1,7 @@
 #include "harness/target.h"
 
 #include "harness/json_reader.h"
+#include "harness/kernels/reference_kernels.h"
 
 namespace sdpa {
 
@@ -9,6 +10,8 @@ std::map<std::string, Tensor> Target::inputs(const Case& c, const CaseTensors& t
   if (t.mask) in["attn_mask"] = *t.mask;
   return in;
 }
+
+const KernelSet& Target::exact_kernels() const { return sdpa::exact_kernels(); }
 
 void TargetRegistry::add(std::unique_ptr<TargetFactory> f) { factories_.push_back(std::move(f)); }
 

@@ -71,6 +71,13 @@ class Target {
   virtual std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const;
   virtual std::vector<const Pass*> passes() const = 0;
   virtual std::vector<KernelSetInfo> kernel_sets() const = 0;
+  /// Exact (float64 / long double) kernels for every op the rewritten graph
+  /// may hold: the harness's reference set, plus exact models of the
+  /// target's own ops.
+  virtual const KernelSet& exact_kernels() const;
+  /// Which defect class a failing case belongs to, for deduplication (for
+  /// example the guard rules a case breaks); empty when the target has none.
+  virtual std::string failure_class(const Case& c) const { return ""; }
   /// Kernels a naive implementation of the ORIGINAL graph runs on, in the
   /// case dtype (the baseline B of NUMERICS.md).
   virtual const KernelSet& baseline_kernels() const = 0;
@@ -91,6 +98,14 @@ class Target {
   }
 };
 
+/// A deliberately wrong configuration of a target: the options that select
+/// it and what is wrong. The self-tests prove the checks catch each one.
+struct MutantSpec {
+  std::string name;
+  Options options;
+  std::string what;
+};
+
 /// Makes configured targets of one kind; what `--target NAME` selects.
 class TargetFactory {
  public:
@@ -100,8 +115,8 @@ class TargetFactory {
   /// Every option, including `guard` (the guard policy) and `entry`.
   virtual std::vector<OptionSpec> option_specs() const = 0;
   /// The self-check mutants a target offers (deliberately wrong passes or
-  /// kernels, selected with --option mutant=NAME); name -> what is wrong.
-  virtual std::map<std::string, std::string> mutants() const { return {}; }
+  /// kernels, selected with options).
+  virtual std::vector<MutantSpec> mutants() const { return {}; }
   /// `options` has been checked against option_specs and completed with defaults.
   virtual std::unique_ptr<Target> make(const Options& options) const = 0;
 };

@@ -1,6 +1,6 @@
 #include "backends/aten/aten_target.h"
 
-#include "backends/aten/libtorch_kernels.h"
+#include "backends/common/libtorch_kernels.h"
 #include "backends/aten/math_decomposition.h"
 #include "backends/aten/portable_kernels.h"
 #include "backends/common/sdpa_entry.h"
@@ -123,7 +123,11 @@ class AtenFactory : public TargetFactory {
             {"kernels", {"all", "libtorch", "portable"}, "all", "kernel sets to check"},
             {"mutant", mutants, "none", "a deliberately wrong pass or kernel (self-tests)"}};
   }
-  std::map<std::string, std::string> mutants() const override { return mutant_table(); }
+  std::vector<MutantSpec> mutants() const override {
+    std::vector<MutantSpec> out;
+    for (const auto& [name, what] : mutant_table()) out.push_back({name, {{"mutant", name}}, what});
+    return out;
+  }
   std::unique_ptr<Target> make(const Options& options) const override {
     return std::make_unique<AtenTarget>(options);
   }

@@ -26,7 +26,11 @@ void list_target(const TargetFactory& f) {
   }
   for (const auto& d : target->divergences())
     std::cout << "  declared divergence " << d.name << ": " << d.description << "\n";
-  for (const auto& [name, what] : f.mutants()) std::cout << "  mutant " << name << ": " << what << "\n";
+  for (const auto& m : f.mutants()) {
+    std::cout << "  mutant " << m.name << " (";
+    for (const auto& [k, v] : m.options) std::cout << " --option " << k << "=" << v;
+    std::cout << " ): " << m.what << "\n";
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "backends/aten/libtorch_kernels.h"
+#include "backends/common/libtorch_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,11 @@
 #include "harness/interpreter.h"
 #include "harness/kernels/reference_kernels.h"
 
-namespace sdpa::aten {
+namespace sdpa {
 namespace {
+
+using aten::MathDecompositionPass;
+using aten::Mutant;
 
 Case masked_case(DType t) {
   Case c;
@@ -67,4 +70,4 @@ TEST(LibtorchKernels, HalfIsUnsupportedNotComputedAnotherWay) {
 }
 
 }  // namespace
-}  // namespace sdpa::aten
+}  // namespace sdpa

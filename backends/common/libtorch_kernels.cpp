@@ -1,5 +1,5 @@
-// The one file of the aten target that includes ATen.
-#include "backends/aten/libtorch_kernels.h"
+// ATen ops as a kernel set: one of the two files that include ATen.
+#include "backends/common/libtorch_kernels.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -8,7 +8,7 @@
 
 #include "harness/tensor_data.h"
 
-namespace sdpa::aten {
+namespace sdpa {
 namespace {
 
 at::ScalarType to_at(DType t) {
@@ -189,4 +189,4 @@ const KernelSet& libtorch_kernels() {
   return k;
 }
 
-}  // namespace sdpa::aten
+}  // namespace sdpa

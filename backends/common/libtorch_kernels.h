@@ -3,7 +3,7 @@
 /// Debian LibTorch build (1.13, CPU), in the tensor's own dtype.
 #include "harness/kernel_set.h"
 
-namespace sdpa::aten {
+namespace sdpa {
 
 /// The dtypes LibTorch's CPU build computes every op here in (its bmm and
 /// softmax lack f16 kernels, so f16 is not claimed).
@@ -11,4 +11,4 @@ std::vector<DType> libtorch_dtypes();
 
 const KernelSet& libtorch_kernels();
 
-}  // namespace sdpa::aten
+}  // namespace sdpa

@@ -1,0 +1,204 @@
+// Models llama::custom_sdpa (ExecuTorch op_sdpa.cpp, custom_sdpa_out_impl and
+// cpu_flash_attention): validation order and texts, key truncation to
+// start_pos + Lq without a mask, causal j <= start_pos + i, a 2-D fp32
+// additive mask shared by batch and heads, GQA head h / (Hq / Hkv), the
+// scale applied after q.k with the causal -inf written first, dropout
+// ignored, a blockwise online softmax (512 keys; 32/64/256 query rows) that
+// skips fully masked blocks but has no zero-sum guard, and f16/bf16 with f32
+// accumulation and P rounded to the activation dtype before P @ V.
+#include "backends/llm/custom_sdpa_kernel.h"
+
+#include <cmath>
+#include <limits>
+
+namespace sdpa::llm {
+namespace {
+
+using Kind = KernelError::Kind;
+
+[[noreturn]] void recoverable(const std::string& text) {
+  throw KernelError(Kind::recoverable, text);
+}
+[[noreturn]] void fatal(const std::string& text) { throw KernelError(Kind::fatal, text); }
+
+// validate_flash_attention_args: each failed sub-check logs its own text,
+// then the caller logs "Invalid arguments".
+void validate_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask) {
+  auto invalid = [](const std::string& text) { recoverable(text + "; Invalid arguments"); };
+  if (q.dim() != 4) invalid("query must be a 4D tensor");
+  if (k.dim() != 4) invalid("key must be a 4D tensor");
+  if (v.dim() != 4) invalid("value must be a 4D tensor");
+  if (q.size(3) != v.size(3) || k.size(3) != v.size(3))
+    invalid("scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size");
+  if (q.dtype != DType::f32 && q.dtype != DType::f16 && q.dtype != DType::bf16 && q.dtype != DType::i8)
+    invalid("Query must be Float, Half, BFloat16, or Char type");
+  if (k.dtype != q.dtype || v.dtype != q.dtype)
+    invalid("Key and Value must have the same data type as Query");
+  if (mask && mask->dim() != 2) invalid("Attention mask must be a 2D tensor");
+  if (mask && mask->dtype != DType::f32) invalid("Attention mask must be a Float tensor");
+}
+
+// Scalar arithmetic of one numerics: long double, or the kernel's f32.
+struct Arith {
+  bool exact;
+  long double round_acc(long double x) const { return exact ? x : static_cast<float>(x); }
+  long double exp(long double x) const {
+    return exact ? std::exp(x) : std::exp(static_cast<float>(x));
+  }
+};
+
+struct Shapes {
+  int64_t B, Lq, Hq, D, Lkv, Hkv, Dv;
+};
+
+class FlashAttention {
+ public:
+  FlashAttention(const KernelArgs& a, Numerics n)
+      : q_(a.tensor(0)), k_(a.tensor(1)), v_(a.tensor(2)), mask_(a.optional_tensor(4)),
+        arith_{n == Numerics::exact}, out_dtype_(a.out_dtype()) {
+    start_pos_ = a.integer(3);
+    is_causal_ = a.flag(6, false);
+    s_ = {q_.size(0), q_.size(1), q_.size(2), q_.size(3), v_.size(1), k_.size(2), v_.size(3)};
+    double default_scale = 1.0 / std::sqrt(static_cast<double>(s_.D));
+    scale_ = a.has(7) ? a.real(7) : default_scale;
+    if (!arith_.exact) scale_ = static_cast<float>(scale_);
+  }
+
+  Tensor run() {
+    // num_keys_for_causal_attention: -1 with a mask, else start_pos + Lq.
+    int64_t kv_size = s_.Lkv;
+    int64_t causal_keys = mask_ ? -1 : start_pos_ + s_.Lq;
+    if (causal_keys > 0) {
+      if (causal_keys > kv_size) fatal("num_keys_for_causal_attention must be <= kvSize");
+      kv_size = causal_keys;
+    }
+    if (s_.Hkv > s_.Hq)
+      fatal("FlashAttention does not support num kv heads > num query heads.Got num query heads=" +
+            std::to_string(s_.Hq) + " num key heads:" + std::to_string(s_.Hkv));
+    if (s_.Hq % s_.Hkv != 0)
+      fatal("FlashAttention: num qyery heads must be divisible by num kv heads but got num query "
+            "heads=" + std::to_string(s_.Hq) + " and num key heads=" + std::to_string(s_.Hkv));
+    if (mask_ && mask_->numel() > 0) {
+      if (mask_->dim() != 2) fatal("attn_mask must be 2D");
+      if (mask_->size(0) != s_.Lq)
+        fatal("attn_mask shape mismatchattn_mask.size(0)=" + std::to_string(mask_->size(0)) +
+              " qSize=" + std::to_string(s_.Lq));
+      if (mask_->size(1) != kv_size)
+        fatal("attn_mask shape mismatchattn_mask.size(1)=" + std::to_string(mask_->size(1)) +
+              " kvSize=" + std::to_string(kv_size));
+    }
+    Tensor out(out_dtype_, q_.shape);  // resized to q.sizes()
+    const int64_t q_split = std::min(q_split_size(s_.Lq), s_.Lq);
+    for (int64_t b = 0; b < s_.B; ++b)
+      for (int64_t h = 0; h < s_.Hq; ++h)
+        for (int64_t m = 0; m < s_.Lq; m += q_split)
+          block(out, b, h, m, std::min(q_split, s_.Lq - m), kv_size);
+    return out;
+  }
+
+ private:
+  double q(int64_t b, int64_t i, int64_t h, int64_t e) const {
+    return q_.data[((b * s_.Lq + i) * s_.Hq + h) * s_.D + e];
+  }
+  double k(int64_t b, int64_t j, int64_t h, int64_t e) const {
+    return k_.data[((b * s_.Lkv + j) * s_.Hkv + h) * s_.D + e];
+  }
+  double v(int64_t b, int64_t j, int64_t h, int64_t e) const {
+    return v_.data[((b * s_.Lkv + j) * s_.Hkv + h) * s_.Dv + e];
+  }
+
+  // One query block [m, m + rows) of head h: the online softmax over kv blocks.
+  void block(Tensor& out, int64_t b, int64_t h, int64_t m, int64_t rows, int64_t kv_size) {
+    constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+    const int64_t hk = h / (s_.Hq / s_.Hkv);
+    const int64_t kv_split = std::min(kKvSplitSize, kv_size);
+    const int64_t num_keys = is_causal_ ? std::min(m + start_pos_ + rows, kv_size) : kv_size;
+    std::vector<long double> row_max(rows, kNegInf), row_sum(rows, 0), dst(rows * s_.Dv, 0);
+    std::vector<long double> x(kv_split);
+    for (int64_t n = 0; n < num_keys; n += kv_split) {
+      const int64_t cols = std::min(kv_split, kv_size - n);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = m + r;
+        long double block_max = kNegInf;
+        bool nan = false;
+        for (int64_t c = 0; c < cols; ++c) {
+          long double qk = 0;
+          for (int64_t e = 0; e < s_.D; ++e)
+            qk = arith_.round_acc(qk + arith_.round_acc(static_cast<long double>(q(b, i, h, e)) * k(b, n + c, hk, e)));
+          // The causal -inf is written into q.k before the scale multiplies it.
+          if (is_causal_ && n + c > start_pos_ + i) qk = kNegInf;
+          long double xv = arith_.round_acc(qk * static_cast<long double>(scale_));
+          if (mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_->size(1) + n + c]);
+          x[c] = xv;
+          nan = nan || std::isnan(xv);
+          block_max = std::fmax(block_max, xv);
+        }
+        if (nan) block_max = std::numeric_limits<long double>::quiet_NaN();  // vector max propagates NaN
+        update_row(r, cols, x, block_max, n > 0, row_max[r], row_sum[r], &dst[r * s_.Dv], b, n, hk);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      // No zero-sum guard: a row with every key masked gives 0 * inf = NaN.
+      long double inv = arith_.round_acc(1.0L / row_sum[r]);
+      for (int64_t e = 0; e < s_.Dv; ++e) {
+        long double o = arith_.round_acc(dst[r * s_.Dv + e] * inv);
+        out.data[((b * s_.Lq + m + r) * s_.Hq + h) * s_.D + e] = arith_.exact ? static_cast<double>(o) : round_to(out_dtype_, static_cast<double>(o));
+      }
+    }
+  }
+
+  void update_row(int64_t r, int64_t cols, std::vector<long double>& x, long double block_max,
+                  bool rescale, long double& row_max, long double& row_sum, long double* dst,
+                  int64_t b, int64_t n, int64_t hk) {
+    long double m_new = std::isnan(block_max) ? block_max : std::fmax(row_max, block_max);
+    if (m_new == -std::numeric_limits<long double>::infinity()) return;  // fully masked block: skipped
+    long double exp_tmp = arith_.exp(row_max - m_new);
+    long double sum = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      x[c] = arith_.exp(x[c] - m_new);
+      sum = arith_.round_acc(sum + x[c]);
+      // P is cast to the activation dtype before P @ V.
+      if (!arith_.exact) x[c] = round_to(q_.dtype, static_cast<double>(x[c]));
+    }
+    row_sum = arith_.round_acc(sum + arith_.round_acc(exp_tmp * row_sum));
+    row_max = m_new;
+    for (int64_t e = 0; e < s_.Dv; ++e) {
+      long double acc = rescale ? arith_.round_acc(dst[e] * exp_tmp) : dst[e];
+      for (int64_t c = 0; c < cols; ++c)
+        acc = arith_.round_acc(acc + arith_.round_acc(x[c] * static_cast<long double>(v(b, n + c, hk, e))));
+      dst[e] = acc;
+    }
+  }
+
+  const Tensor &q_, &k_, &v_;
+  const Tensor* mask_;
+  Arith arith_;
+  DType out_dtype_;
+  int64_t start_pos_ = 0;
+  bool is_causal_ = false;
+  double scale_ = 1.0;
+  Shapes s_{};
+};
+
+}  // namespace
+
+int64_t q_split_size(int64_t Lq) {
+  if (Lq >= 768) return 256;
+  if (Lq >= 192) return 64;
+  return 32;
+}
+
+KernelFn custom_sdpa_kernel(Numerics numerics) {
+  return [numerics](const KernelArgs& a) {
+    const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+    const Tensor* mask = a.optional_tensor(4);
+    if (mask && a.flag(6, false)) recoverable("attn_mask and is_causal cannot be set at the same time");
+    validate_args(q, k, v, mask);
+    if (q.dtype == DType::i8)
+      throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
+    (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
+    return std::vector<Tensor>{FlashAttention(a, numerics).run()};
+  };
+}
+
+}  // namespace sdpa::llm

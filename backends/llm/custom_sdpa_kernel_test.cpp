@@ -1,0 +1,187 @@
+#include "backends/llm/custom_sdpa_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/interpreter.h"
+
+namespace sdpa::llm {
+namespace {
+
+Tensor tensor(DType t, Shape s, std::vector<double> v) {
+  Tensor x(t, std::move(s));
+  x.data = std::move(v);
+  return x;
+}
+
+// A [B, S, H, D] tensor with element (s, h, d) = f(s, h, d), B = 1.
+Tensor bshd(DType t, int64_t S, int64_t H, int64_t D, double (*f)(int64_t, int64_t, int64_t)) {
+  Tensor x(t, {1, S, H, D});
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d) x.data[(s * H + h) * D + d] = round_to(t, f(s, h, d));
+  return x;
+}
+
+SymShape sym(const Shape& s) {
+  SymShape out;
+  for (int64_t d : s) out.push_back(d);
+  return out;
+}
+
+struct Call {
+  Tensor q, k, v;
+  std::optional<Tensor> mask;
+  int64_t start_pos = 0;
+  double dropout = 0.0;
+  bool causal = false;
+  std::optional<double> scale;
+};
+
+Tensor run(const Call& c, Numerics n = Numerics::emulated) {
+  Graph g;
+  std::map<std::string, Tensor> in{{"q", c.q}, {"k", c.k}, {"v", c.v}};
+  ValueRef q = g.placeholder("q", {c.q.dtype, sym(c.q.shape)});
+  ValueRef k = g.placeholder("k", {c.k.dtype, sym(c.k.shape)});
+  ValueRef v = g.placeholder("v", {c.v.dtype, sym(c.v.shape)});
+  Arg mask = None{};
+  if (c.mask) {
+    mask = g.placeholder("mask", {c.mask->dtype, sym(c.mask->shape)});
+    in["mask"] = *c.mask;
+  }
+  g.outputs = {g.call(kCustomSdpaOp, {q, k, v, c.start_pos, mask, c.dropout, c.causal,
+                                      c.scale ? Arg(*c.scale) : Arg(None{})},
+                      {}, {{c.q.dtype, sym(c.q.shape)}})};
+  KernelSet ks("t");
+  ks.add(kCustomSdpaOp, custom_sdpa_kernel(n));
+  return interpret(g, ks, in, {}).outputs[0];
+}
+
+// Attention of query row `qrow` (E = 1, H = 1) over keys `keys`, exactly.
+double attend(double qrow, const std::vector<double>& k, const std::vector<double>& v,
+              const std::vector<int>& keys, double scale) {
+  double num = 0, den = 0;
+  for (int j : keys) {
+    double w = std::exp(qrow * k[j] * scale);
+    num += w * v[j];
+    den += w;
+  }
+  return num / den;
+}
+
+double qf(int64_t s, int64_t, int64_t) { return 0.3 + 0.2 * s; }
+double kf(int64_t s, int64_t, int64_t) { return -0.5 + 0.4 * s; }
+double vf(int64_t s, int64_t, int64_t) { return 1.0 + s; }
+
+TEST(CustomSdpa, WithoutAMaskKeysPastStartPosPlusLqAreCut) {
+  Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 5, 1, 1, kf), bshd(DType::f32, 5, 1, 1, vf)};
+  Tensor out = run(c, Numerics::exact);
+  std::vector<double> k{-0.5, -0.1, 0.3, 0.7, 1.1}, v{1, 2, 3, 4, 5};
+  EXPECT_NEAR(out.data[0], attend(0.3, k, v, {0, 1}, 1.0), 1e-6);  // inputs are f32-rounded  // not keys 2..4
+  EXPECT_NEAR(out.data[1], attend(0.5, k, v, {0, 1}, 1.0), 1e-6);  // inputs are f32-rounded
+  EXPECT_GT(std::fabs(out.data[0] - attend(0.3, k, v, {0, 1, 2, 3, 4}, 1.0)), 0.1);
+}
+
+TEST(CustomSdpa, CausalKeepsKeysUpToStartPosPlusRow) {
+  Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 4, 1, 1, kf), bshd(DType::f32, 4, 1, 1, vf)};
+  c.causal = true;
+  c.start_pos = 2;
+  Tensor out = run(c, Numerics::exact);
+  std::vector<double> k{-0.5, -0.1, 0.3, 0.7}, v{1, 2, 3, 4};
+  EXPECT_NEAR(out.data[0], attend(0.3, k, v, {0, 1, 2}, 1.0), 1e-6);  // inputs are f32-rounded
+  EXPECT_NEAR(out.data[1], attend(0.5, k, v, {0, 1, 2, 3}, 1.0), 1e-6);  // inputs are f32-rounded
+  c.start_pos = 0;  // top-left: row 0 sees key 0 only
+  EXPECT_NEAR(run(c, Numerics::exact).data[0], 1.0, 1e-12);
+}
+
+TEST(CustomSdpa, GqaMapsQueryHeadToHeadOverGroupSize) {
+  // Hq 4, Hkv 2, one key: each output head equals the v of its kv head.
+  Call c{bshd(DType::f32, 1, 4, 1, qf), bshd(DType::f32, 1, 2, 1, kf),
+         bshd(DType::f32, 1, 2, 1, [](int64_t, int64_t h, int64_t) { return 10.0 + h; })};
+  Tensor out = run(c);
+  EXPECT_EQ(out.data, (std::vector<double>{10, 10, 11, 11}));
+}
+
+TEST(CustomSdpa, MaskContractMessages) {
+  Tensor q = bshd(DType::f32, 3, 1, 1, qf), k = bshd(DType::f32, 3, 1, 1, kf), v = bshd(DType::f32, 3, 1, 1, vf);
+  auto message = [&](Call c) -> std::pair<KernelError::Kind, std::string> {
+    try {
+      run(c);
+    } catch (const KernelError& e) {
+      std::string what = e.what();
+      return {e.kind, what.substr(what.find("): ") + 3)};
+    }
+    return {KernelError::Kind::unsupported, "no error"};
+  };
+  Call rank3{q, k, v, Tensor(DType::f32, {1, 3, 3})};
+  EXPECT_EQ(message(rank3), std::make_pair(KernelError::Kind::recoverable,
+                                           std::string("Attention mask must be a 2D tensor; Invalid arguments")));
+  Call half{q, k, v, Tensor(DType::f16, {3, 3})};
+  EXPECT_EQ(message(half).second, "Attention mask must be a Float tensor; Invalid arguments");
+  Call broadcast_row{q, k, v, Tensor(DType::f32, {1, 3})};
+  EXPECT_EQ(message(broadcast_row),
+            std::make_pair(KernelError::Kind::fatal, std::string("attn_mask shape mismatchattn_mask.size(0)=1 qSize=3")));
+  Call with_causal{q, k, v, Tensor(DType::f32, {3, 3})};
+  with_causal.causal = true;
+  EXPECT_EQ(message(with_causal).second, "attn_mask and is_causal cannot be set at the same time");
+  Call beyond_cache{bshd(DType::f32, 4, 1, 1, qf), k, v};
+  EXPECT_EQ(message(beyond_cache),
+            std::make_pair(KernelError::Kind::fatal, std::string("num_keys_for_causal_attention must be <= kvSize")));
+  Call head_dims{q, k, Tensor(DType::f32, {1, 3, 1, 2})};
+  EXPECT_EQ(message(head_dims).second,
+            "scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size; Invalid arguments");
+}
+
+TEST(CustomSdpa, FullyMaskedRowIsNan) {
+  Tensor q = bshd(DType::f32, 2, 1, 1, qf), k = bshd(DType::f32, 3, 1, 1, kf), v = bshd(DType::f32, 3, 1, 1, vf);
+  Tensor mask = tensor(DType::f32, {2, 3}, {0, 0, 0, -INFINITY, -INFINITY, -INFINITY});
+  Tensor out = run({q, k, v, mask});
+  EXPECT_TRUE(std::isfinite(out.data[0]));
+  EXPECT_TRUE(std::isnan(out.data[1]));
+}
+
+TEST(CustomSdpa, CausalFillIsScaledSoScaleZeroGivesNan) {
+  Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 2, 1, 1, kf), bshd(DType::f32, 2, 1, 1, vf)};
+  c.causal = true;
+  c.scale = 0.0;
+  Tensor out = run(c);
+  EXPECT_TRUE(std::isnan(out.data[0]));  // -inf * 0 in row 0
+  EXPECT_NEAR(out.data[1], 1.5, 1e-6);   // row 1 masks nothing: uniform weights
+}
+
+TEST(CustomSdpa, DropoutIsIgnored) {
+  Call c{bshd(DType::f32, 3, 1, 2, qf), bshd(DType::f32, 3, 1, 2, kf), bshd(DType::f32, 3, 1, 2, vf)};
+  Tensor plain = run(c);
+  c.dropout = 0.5;
+  EXPECT_EQ(run(c).data, plain.data);
+}
+
+TEST(CustomSdpa, BlockwiseSoftmaxOverSeveralKvBlocksMatchesExact) {
+  // 600 keys: two kv blocks of 512; 200 query rows: q blocks of 64.
+  Call c{bshd(DType::f32, 200, 1, 4, [](int64_t s, int64_t, int64_t d) { return std::sin(0.1 * s + d); }),
+         bshd(DType::f32, 600, 1, 4, [](int64_t s, int64_t, int64_t d) { return std::cos(0.07 * s - d); }),
+         bshd(DType::f32, 600, 1, 4, [](int64_t s, int64_t, int64_t d) { return 0.01 * s - 0.1 * d; })};
+  c.start_pos = 400;
+  c.causal = true;
+  Tensor got = run(c), exact = run(c, Numerics::exact);
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.data[i], exact.data[i], 1e-5);
+  EXPECT_EQ(q_split_size(200), 64);
+  EXPECT_EQ(q_split_size(800), 256);
+}
+
+TEST(CustomSdpa, Bf16RoundsPBeforePV) {
+  // Scores 0 and -0.1001: P = (1, exp(-0.1001) = 0.90475), which bf16
+  // rounds to 0.90625 before P @ V; the sum stays f32. With v = (0, 1) the
+  // output is 0.90625 / 1.90475 = 0.47578 -> bf16 0.4765625, where the
+  // unrounded P gives 0.47500 -> bf16 0.474609375.
+  Call c{bshd(DType::bf16, 1, 1, 1, [](int64_t, int64_t, int64_t) { return 1.0; }),
+         bshd(DType::bf16, 2, 1, 1, [](int64_t s, int64_t, int64_t) { return s == 0 ? 0.0 : -0.1; }),
+         bshd(DType::bf16, 2, 1, 1, [](int64_t s, int64_t, int64_t) { return s == 0 ? 0.0 : 1.0; })};
+  c.mask = Tensor(DType::f32, {1, 2});  // keeps both keys: no truncation to start_pos + Lq
+  EXPECT_EQ(run(c).data[0], 0.4765625);
+  EXPECT_EQ(round_to(DType::bf16, run(c, Numerics::exact).data[0]), 0.474609375);
+}
+
+}  // namespace
+}  // namespace sdpa::llm

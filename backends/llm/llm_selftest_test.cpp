@@ -1,0 +1,160 @@
+// Self-tests on the llm target: the upstream pass's derived defects are
+// found, shrunk and written; the contract policy is clean; and each contract
+// rule, weakened alone, has a consequence the harness catches and shrinks.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "backends/all_targets.h"
+#include "generators/case_gen.h"
+#include "harness/campaign.h"
+#include "harness/replay.h"
+#include "oracles/dual_oracle.h"
+#include "reports/run_summary.h"
+
+namespace sdpa::llm {
+namespace {
+
+struct Fixture {
+  TargetRegistry registry;
+  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
+  CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
+  Fixture() { register_all_targets(registry); }
+
+  TargetRun campaign(const Options& options, int64_t cases, const std::string& corpus = "") const {
+    auto target = registry.make("llm", options);
+    CampaignOptions o;
+    o.seed = 20261130;
+    o.cases = cases;
+    o.corpus_dir = corpus;
+    o.record_warnings = true;
+    return run_target_campaign(*target, *reference, generators, o);
+  }
+};
+
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const WrittenFinding* find(const TargetRun& r, const std::string& verdict,
+                           const std::function<bool(const Finding&)>& what) {
+  for (const auto& w : r.findings)
+    if (w.verdict == verdict && what(w.finding)) return &w;
+  return nullptr;
+}
+
+std::function<bool(const Finding&)> in_class(const std::string& rule) {
+  return [rule](const Finding& f) { return contains(f.failure_class, rule); };
+}
+std::function<bool(const Finding&)> says(const std::string& text) {
+  return [text](const Finding& f) { return contains(f.detail, text); };
+}
+
+bool small(const Case& c) {
+  ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
+  return s.batch_numel() <= 2 && s.Hq <= 4 && s.Lq <= 4 && s.Lkv <= 4 && s.E <= 2 && s.Ev <= 2;
+}
+
+struct Defect {
+  std::string what, verdict;
+  std::function<bool(const Finding&)> matches;
+};
+
+TEST(LlmUpstream, FindsShrinksAndRecordsEachDerivedDefectWithin2000Cases) {
+  namespace fs = std::filesystem;
+  fs::path corpus = fs::temp_directory_path() / "sdpacheck_llm_upstream";
+  fs::remove_all(corpus);
+  TargetRun r = fixture().campaign({{"guard", "upstream"}}, 2000, corpus.string());
+  const std::vector<Defect> defects = {
+      {"(a) unmasked Lkv > Lq: keys past start_pos + Lq are cut", "unsound-rewrite", in_class("unmasked-lengths")},
+      {"(b) Lkv < Lq: custom_sdpa aborts", "crash", says("num_keys_for_causal_attention must be <= kvSize")},
+      {"(e) dropout ignored", "unsound-rewrite", in_class("dropout")},
+      {"(f) an f16 mask passes export and fails at run time", "invalid-rewrite", says("Attention mask must be a Float tensor")},
+      {"(g) a rank-1 mask fails the Meta assert during the pass", "unexpected-error", says("attn_mask.dim() == 2")},
+      {"a bf16 mask fails the Meta assert during the pass", "unexpected-error", says("must be float32 or float16")},
+      {"D != Dv is not guarded", "invalid-rewrite", says("Q/K/V should have the same head size")},
+      {"a broadcast mask row [1, Lkv] is not [Lq, Lkv]", "crash", says("attn_mask shape mismatch")},
+      {"causal with scale 0: -inf * 0", "nan-mismatch", in_class("causal-scale")},
+  };
+  for (const auto& d : defects) {
+    const WrittenFinding* w = find(r, d.verdict, d.matches);
+    ASSERT_NE(w, nullptr) << d.what << "\n" << run_summary_text({r});
+    EXPECT_LT(w->iteration, 2000) << d.what;
+    EXPECT_TRUE(small(w->shrunk)) << d.what << ": " << case_summary(w->shrunk);
+    ASSERT_FALSE(w->file.empty());
+    CorpusEntry e = read_corpus_file(w->file);
+    EXPECT_EQ(e.expect, d.verdict);
+    EXPECT_EQ(replay_entry(e, fixture().registry, *fixture().reference).status, ReplayStatus::as_expected) << w->file;
+  }
+}
+
+TEST(LlmContract, NoUnsoundInvalidCrashOrUnexpectedError) {
+  TargetRun r = fixture().campaign({{"guard", "contract"}}, 2000);
+  for (const char* v : {"unsound-rewrite", "invalid-rewrite", "crash", "unexpected-error", "nan-mismatch",
+                        "inaccurate-kernel", "broken-invariant", "oracle-disagree"})
+    EXPECT_EQ(r.verdicts[v], 0) << v << "\n" << run_summary_text({r});
+  EXPECT_GT(r.verdicts["pass"], 100);
+  EXPECT_GT(r.verdicts["known-divergence"], 0);  // fully masked rows, counted apart
+}
+
+struct Weakening {
+  std::string rule;
+  std::function<bool(const Finding&)> caught;
+};
+
+void PrintTo(const Weakening& w, std::ostream* os) { *os << w.rule; }
+
+class WeakenedContract : public ::testing::TestWithParam<Weakening> {};
+
+TEST_P(WeakenedContract, TheHarnessCatchesTheConsequenceAndShrinksIt) {
+  TargetRun r = fixture().campaign({{"guard", "contract"}, {"weaken", GetParam().rule}}, 2000);
+  const WrittenFinding* w = nullptr;
+  for (const auto& f : r.findings)
+    if (!w && is_failure(*parse_verdict(f.verdict)) && GetParam().caught(f.finding)) w = &f;
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, WeakenedContract,
+    ::testing::Values(
+        Weakening{"rank", in_class("rank")}, Weakening{"dtype", in_class("dtype")},
+        Weakening{"head-dims", in_class("head-dims")}, Weakening{"dropout", in_class("dropout")},
+        Weakening{"causal-lengths", in_class("causal-lengths")},
+        Weakening{"causal-scale", in_class("causal-scale")},
+        Weakening{"unmasked-lengths", in_class("unmasked-lengths")},
+        Weakening{"mask-shape", in_class("mask-shape")},
+        Weakening{"mask-dtype", [](const Finding& f) { return contains(f.detail, "Float tensor") || contains(f.detail, "float32 or float16"); }},
+        Weakening{"static-facts", [](const Finding& f) { return !f.violated_assumptions.empty(); }}),
+    [](const ::testing::TestParamInfo<Weakening>& i) {
+      std::string n = i.param.rule;
+      for (char& ch : n) ch = ch == '-' ? '_' : ch;
+      return n;
+    });
+
+// Heads: aten itself rejects every call this rule would keep (Hq != Hkv
+// without enable_gqa and Hkv != 1), so no valid case can break it.
+TEST(WeakenedContract, HeadsIsImpliedByAtenValidity) {
+  TargetRun r = fixture().campaign({{"guard", "contract"}, {"weaken", "heads"}}, 1000);
+  for (const auto& f : r.findings) EXPECT_FALSE(contains(f.finding.failure_class, "heads")) << f.summary;
+}
+
+// assume_causal_mask before the guard: weakened, the guard reads the mask
+// the option drops and misses the causal length rule.
+TEST(WeakenedContract, AssumeCausalFirst) {
+  Options strict{{"guard", "contract"}, {"assume_causal_mask", "true"}};
+  Options weak = strict;
+  weak["weaken"] = "assume-causal-first";
+  TargetRun a = fixture().campaign(strict, 2000), b = fixture().campaign(weak, 2000);
+  EXPECT_EQ(a.verdicts["crash"], 0) << run_summary_text({a});
+  EXPECT_GT(b.verdicts["crash"] + b.verdicts["missed-rewrite"], a.verdicts["missed-rewrite"]) << run_summary_text({b});
+  const WrittenFinding* w = find(b, "crash", says("num_keys_for_causal_attention"));
+  ASSERT_NE(w, nullptr) << run_summary_text({b});
+  EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
+}
+
+}  // namespace
+}  // namespace sdpa::llm

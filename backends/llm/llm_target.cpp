@@ -1,0 +1,168 @@
+#include "backends/llm/llm_target.h"
+
+#include "backends/common/libtorch_kernels.h"
+#include "backends/common/sdpa_entry.h"
+#include "backends/llm/custom_sdpa_kernel.h"
+#include "backends/llm/replace_sdpa_pass.h"
+#include "harness/graph_printer.h"
+#include "harness/kernels/reference_kernels.h"
+
+namespace sdpa::llm {
+namespace {
+
+constexpr const char* kFullyMaskedNan = "custom-sdpa-fully-masked-nan";
+
+// ATen ops from LibTorch, llama.custom_sdpa from the model, and a kept aten
+// SDPA as ExecuTorch lowers it: its math decomposition on portable kernels
+// (f32 op-math, current PyTorch semantics).
+KernelSet custom_ops_kernels() {
+  KernelSet k("custom_ops");
+  const KernelSet& aten = libtorch_kernels();
+  for (const auto& op : aten.ops()) k.add(op, *aten.find(op));
+  KernelSet portable = make_reference_kernels("portable", Numerics::emulated);
+  k.add(kSdpaOp, *portable.find(kSdpaOp));
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated));
+  return k;
+}
+
+KernelSet exact_custom_ops() {
+  KernelSet k = make_reference_kernels("exact", Numerics::exact);
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::exact));
+  return k;
+}
+
+std::optional<ContractRule> parse_weakened(const std::string& name) {
+  for (const auto& [rule, rule_name] : contract_rules())
+    if (rule_name == name) return rule;
+  return std::nullopt;
+}
+
+PassConfig config_of(const Options& o) {
+  PassConfig c;
+  c.policy = o.at("guard") == "contract" ? GuardPolicy::contract : GuardPolicy::upstream;
+  c.assume_causal_mask = o.at("assume_causal_mask") == "true";
+  c.weakened = parse_weakened(o.at("weaken"));
+  return c;
+}
+
+class LlmTarget : public Target {
+ public:
+  explicit LlmTarget(Options options)
+      : options_(std::move(options)),
+        pass_(config_of(options_)),
+        strict_([&] {
+          PassConfig c = config_of(options_);
+          c.policy = GuardPolicy::contract;
+          c.weakened.reset();
+          return c;
+        }()),
+        kernels_(custom_ops_kernels()),
+        exact_(exact_custom_ops()) {}
+
+  std::string name() const override { return "llm"; }
+  const Options& options() const override { return options_; }
+
+  CaseSpace case_space() const override {
+    CaseSpace s;
+    s.dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64};
+    s.bshd_layout = false;  // export hands the pass [B, H, L, D]
+    s.start_pos = true;
+    s.max_batch_rank = 2;
+    s.batch_rank_weights = {1, 8, 1};  // mostly rank 4; rank 3 and 5 for the rank guard
+    return s;
+  }
+
+  std::optional<std::string> refuses(const Case& c) const override {
+    if (c.layout != Layout::bhsd) return std::string("the llm entry form is [B, H, L, D] (layout bhsd)");
+    if (c.dtype == DType::i8) return std::string("the llm target takes float calls only");
+    return std::nullopt;
+  }
+
+  Graph entry(const Case& c) const override { return sdpa_entry_graph(c); }
+  std::vector<const Pass*> passes() const override { return {&pass_}; }
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    return {{&kernels_, {DType::f32, DType::f16, DType::bf16, DType::f64},
+             "llama.custom_sdpa model, ATen ops from LibTorch, kept SDPA as its decomposition"}};
+  }
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+  const KernelSet& exact_kernels() const override { return exact_; }
+
+  std::vector<DeclaredDivergence> divergences() const override {
+    return {{kFullyMaskedNan,
+             "custom_sdpa gives NaN for a query row whose every key is masked (no zero-sum "
+             "guard: 0 * 1/0); aten gives 0. Masks are runtime data, so no guard can rule it out."}};
+  }
+
+  std::optional<std::string> explains_nan(const Case&, const CaseTensors&, const Golden& g,
+                                          const std::vector<int64_t>& rows,
+                                          const std::string& kernel_set) const override {
+    for (int64_t r : rows)
+      if (!g.fully_masked.at(static_cast<size_t>(r))) return std::nullopt;
+    return std::string(kFullyMaskedNan);
+  }
+
+  std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
+    std::vector<std::string> out;
+    const ValueInfo &a = before.info(before.outputs[0]), &b = after.info(after.outputs[0]);
+    if (a.shape != b.shape || a.dtype != b.dtype)
+      out.push_back("the rewritten graph returns " + print_value_info(b) + ", the original " +
+                    print_value_info(a));
+    return out;
+  }
+
+  // The contract rules a case breaks name the defect class of a failure;
+  // "mask-cast" marks an f16/bf16 mask, which the contract converts to f32.
+  std::string failure_class(const Case& c) const override {
+    Graph g = entry(c);
+    ShapeEnv env = c.shape_env();
+    std::string cls;
+    auto add = [&](const std::string& name) { cls += (cls.empty() ? "" : "+") + name; };
+    for (const Node& n : g.nodes) {
+      if (n.op != kSdpaOp) continue;
+      for (const auto& r : strict_.contract_guard(g, n, env).rules)
+        if (!r.passed) add(r.rule);
+    }
+    if (c.mask && (c.mask->dtype == DType::f16 || c.mask->dtype == DType::bf16)) add("mask-cast");
+    return cls;
+  }
+
+ private:
+  Options options_;
+  ReplaceSdpaWithCustomSdpaPass pass_, strict_;
+  KernelSet kernels_, exact_;
+};
+
+class LlmFactory : public TargetFactory {
+ public:
+  std::string name() const override { return "llm"; }
+  std::string description() const override {
+    return "ExecuTorch ReplaceSDPAWithCustomSDPAPass: aten SDPA to llama.custom_sdpa";
+  }
+  std::vector<OptionSpec> option_specs() const override {
+    std::vector<std::string> weaken{"none"};
+    for (const auto& [rule, name] : contract_rules()) weaken.push_back(name);
+    return {{"guard", {"upstream", "contract"}, "contract",
+             "upstream: the ExecuTorch pass as it is; contract: rewrite exactly when custom_sdpa "
+             "computes what aten computes"},
+            {"entry", {"sdpa"}, "sdpa", "entry form: aten SDPA [B, H, L, D] from export"},
+            {"assume_causal_mask", {"false", "true"}, "false",
+             "drop the mask and set is_causal (the pass's constructor argument)"},
+            {"weaken", weaken, "none", "switch off one contract rule (self-tests)"}};
+  }
+  std::vector<MutantSpec> mutants() const override {
+    std::vector<MutantSpec> out;
+    for (const auto& [rule, name] : contract_rules())
+      out.push_back({"weaken-" + name, {{"guard", "contract"}, {"weaken", name}},
+                     "the contract guard without its " + name + " rule"});
+    return out;
+  }
+  std::unique_ptr<Target> make(const Options& options) const override {
+    return std::make_unique<LlmTarget>(options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TargetFactory> make_factory() { return std::make_unique<LlmFactory>(); }
+
+}  // namespace sdpa::llm

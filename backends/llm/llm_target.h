@@ -1,0 +1,12 @@
+#pragma once
+/// Target `llm`: ExecuTorch's LLM export rewrite of aten SDPA to
+/// llama.custom_sdpa, under the `upstream` and `contract` guard policies.
+#include <memory>
+
+#include "harness/target.h"
+
+namespace sdpa::llm {
+
+std::unique_ptr<TargetFactory> make_factory();
+
+}  // namespace sdpa::llm

@@ -1,0 +1,166 @@
+#include "backends/llm/replace_sdpa_pass.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/llm/custom_sdpa_kernel.h"
+#include "harness/graph_printer.h"
+#include "harness/graph_verify.h"
+
+namespace sdpa::llm {
+namespace {
+
+Case base() {
+  Case c;
+  c.batch = {SymExpr(1)};
+  c.q_heads = 4;
+  c.kv_heads = 2;
+  c.enable_gqa = true;
+  c.q_len = 3;
+  c.kv_len = 3;
+  c.head_dim = 8;
+  c.value_dim = 8;
+  return c;
+}
+
+Pass::Result run(const Case& c, PassConfig cfg, bool force = false) {
+  return ReplaceSdpaWithCustomSdpaPass(cfg).run(sdpa_entry_graph(c), c.shape_env(), force);
+}
+
+PassConfig upstream() { return {GuardPolicy::upstream, false, std::nullopt}; }
+PassConfig contract() { return {GuardPolicy::contract, false, std::nullopt}; }
+
+TEST(UpstreamPass, RewritesToCustomSdpaWithStartPosZero) {
+  Case c = base();
+  c.mask = MaskSpec{DType::b8, {SymExpr(1), SymExpr(1), SymExpr(3), SymExpr(3)}, MaskPattern::causal};
+  Pass::Result r = run(c, upstream());
+  ASSERT_TRUE(r.decisions[0].rewrite);
+  EXPECT_TRUE(verify_graph(r.graph).empty());
+  std::string text = print_graph(r.graph);
+  EXPECT_NE(text.find("aten.squeeze.dims](args = (%attn_mask, [0, 1])"), std::string::npos) << text;
+  EXPECT_NE(text.find("aten.where.Scalar](args = (%squeeze, 0.0, -inf)"), std::string::npos) << text;
+  EXPECT_NE(text.find("llama.custom_sdpa.default](args = (%q_bshd_contiguous, %k_bshd_contiguous, "
+                      "%v_bshd_contiguous, 0, %where, 0.0, False, None)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(r.graph.count("aten.transpose.int"), 4);
+}
+
+TEST(UpstreamPass, HasNoGuardOnLengthsHeadsDropoutOrDtype) {
+  Case c = base();
+  c.kv_len = 7;
+  c.dropout_p = 0.5;
+  c.value_dim = 4;
+  c.dtype = DType::f64;
+  Pass::Result r = run(c, upstream());
+  EXPECT_TRUE(r.decisions[0].rewrite);
+  EXPECT_EQ(r.graph.count(kCustomSdpaOp), 1);
+}
+
+TEST(UpstreamPass, TransposesComeBeforeTheRankCheck) {
+  Case c = base();
+  c.batch.clear();  // rank 3
+  Pass::Result r = run(c, upstream());
+  EXPECT_FALSE(r.decisions[0].rewrite);
+  EXPECT_EQ(r.decisions[0].deciding_rule, "rank");
+  EXPECT_EQ(r.graph.count(kSdpaOp), 1);
+  EXPECT_EQ(r.graph.count("aten.transpose.int"), 3);  // left dead
+}
+
+TEST(UpstreamPass, MetaKernelAssertsFailThePass) {
+  Case c = base();
+  c.dtype = DType::bf16;
+  c.mask = MaskSpec{DType::bf16, {SymExpr(3), SymExpr(3)}, MaskPattern::keep_all};
+  EXPECT_THROW(run(c, upstream()), std::runtime_error);
+  c.mask = MaskSpec{DType::b8, {SymExpr(3)}, MaskPattern::keep_all};  // rank 1
+  EXPECT_THROW(run(c, upstream()), std::runtime_error);
+}
+
+TEST(UpstreamPass, SqueezeDecidedOnTheHintIsRecorded) {
+  Case c = base();
+  c.batch = {SymExpr::symbol("b")};
+  c.symbols["b"] = {1, 1, 4};
+  c.runtime = {{{"b", 1}}, {{"b", 2}}};
+  c.mask = MaskSpec{DType::b8, {SymExpr::symbol("b"), SymExpr(1), SymExpr(3), SymExpr(3)}, MaskPattern::keep_all};
+  Pass::Result r = run(c, upstream());
+  ASSERT_TRUE(r.decisions[0].rewrite);
+  ASSERT_EQ(r.decisions[0].assumptions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].assumptions[0].fact.str(), "b == 1");
+  c.symbols["b"].hint.reset();  // unbacked: export cannot guard on it
+  EXPECT_THROW(run(c, upstream()), std::runtime_error);
+}
+
+TEST(ContractPass, KeepsWhatCustomSdpaComputesDifferently) {
+  auto rule = [](const Case& c) { return run(c, contract()).decisions[0].deciding_rule; };
+  Case c = base();
+  EXPECT_EQ(rule(c), "accept");
+  c.kv_len = 5;
+  EXPECT_EQ(rule(c), "unmasked-lengths");
+  c.is_causal = true;
+  EXPECT_EQ(rule(c), "accept");  // top-left with Lq <= Lkv
+  c.scale = 0.0;
+  EXPECT_EQ(rule(c), "causal-scale");
+  c = base();
+  c.dropout_p = 0.1;
+  EXPECT_EQ(rule(c), "dropout");
+  c = base();
+  c.value_dim = 4;
+  EXPECT_EQ(rule(c), "head-dims");
+  c = base();
+  c.mask = MaskSpec{DType::f32, {SymExpr(1), SymExpr(3)}, MaskPattern::keep_all};
+  EXPECT_EQ(rule(c), "mask-shape");
+  c.mask->shape = {SymExpr(3), SymExpr(3)};
+  c.mask->dtype = DType::f16;
+  c.dtype = DType::f16;
+  EXPECT_EQ(rule(c), "accept");
+  EXPECT_EQ(run(c, contract()).graph.count("aten._to_copy.default"), 1);  // f16 mask cast to f32
+}
+
+TEST(ContractPass, DecidesOnFactsForEverySizeNotOnHints) {
+  Case c = base();
+  c.q_len = SymExpr::symbol("s0");
+  c.kv_len = SymExpr::symbol("s1");
+  c.symbols["s0"] = {4, 1, 8};
+  c.symbols["s1"] = {4, 1, 8};
+  c.runtime = {{{"s0", 4}, {"s1", 4}}};
+  Decision d = run(c, contract()).decisions[0];
+  EXPECT_FALSE(d.rewrite);  // equal on the hint only
+  EXPECT_EQ(d.deciding_rule, "unmasked-lengths");
+  PassConfig weak = contract();
+  weak.weakened = ContractRule::static_facts;
+  d = run(c, weak).decisions[0];
+  EXPECT_TRUE(d.rewrite);
+  ASSERT_EQ(d.assumptions.size(), 1u);
+  EXPECT_EQ(d.assumptions[0].fact.str(), "s0 == s1");
+  c.kv_len = SymExpr::symbol("s0");  // one symbol: known equal
+  c.symbols.erase("s1");
+  c.runtime = {{{"s0", 4}}};
+  EXPECT_TRUE(run(c, contract()).decisions[0].rewrite);
+}
+
+TEST(ContractPass, AssumeCausalMaskAppliesBeforeTheGuard) {
+  Case c = base();
+  c.q_len = 3;
+  c.kv_len = 5;
+  c.mask = MaskSpec{DType::b8, {SymExpr(3), SymExpr(5)}, MaskPattern::causal};
+  PassConfig cfg = contract();
+  cfg.assume_causal_mask = true;
+  Pass::Result r = run(c, cfg);
+  EXPECT_TRUE(r.decisions[0].rewrite);
+  std::string text = print_graph(r.graph);
+  EXPECT_NE(text.find("0, None, 0.0, True, None)"), std::string::npos) << text;
+}
+
+TEST(ContractPass, WeakenedRuleStillReportsItself) {
+  Case c = base();
+  c.dropout_p = 0.3;
+  PassConfig cfg = contract();
+  cfg.weakened = ContractRule::dropout;
+  Decision d = run(c, cfg).decisions[0];
+  EXPECT_TRUE(d.rewrite);
+  bool seen = false;
+  for (const auto& r : d.rules) seen = seen || (r.rule == "dropout" && r.detail.find("weakened") != std::string::npos);
+  EXPECT_TRUE(seen);
+}
+
+}  // namespace
+}  // namespace sdpa::llm
