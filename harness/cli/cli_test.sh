@@ -35,6 +35,8 @@ check same-seed-same-run-json 0 "" cmp "$TMP/b1/run.json" "$TMP/b2/run.json"
 check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
 check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose
 check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard
+check scoped-option 0 "run summary" "$BIN" fuzz --cases 20 --option llm.guard=upstream --no-corpus --run-dir "$TMP/s"
+check scoped-option-unknown 2 "option 'mutant' is not an option of target llm" "$BIN" fuzz --cases 5 --option llm.mutant=drop-scale
 check unknown-target 2 "unknown target 'nope'" "$BIN" fuzz --cases 5 --target nope
 check bad-shard 2 "--shard '3/2'" "$BIN" fuzz --cases 5 --shard 3/2
 check bad-cases 2 "--cases" "$BIN" fuzz --cases -3
@@ -53,13 +55,13 @@ check size-limit-option 2 "elements, the limit is 10" "$BIN" replay --max-elemen
 
 # A mutant's finding is written, replays as expected, and the expectations
 # behave: a wrong `expect` is a regression, a fixed bug says so.
-check mutant-found 0 "unsound-rewrite" "$BIN" fuzz --cases 300 --option mutant=drop-scale --corpus "$TMP/corpus" --run-dir "$TMP/m"
+check mutant-found 0 "unsound-rewrite" "$BIN" fuzz --target aten --cases 300 --option mutant=drop-scale --corpus "$TMP/corpus" --run-dir "$TMP/m"
 FILE=$(ls "$TMP"/corpus/aten/aten-unsound-rewrite-*.json | head -1)
 check mutant-replays 0 "expect=unsound-rewrite observed=unsound-rewrite" "$BIN" replay "$FILE"
 sed 's/"expect": "unsound-rewrite"/"expect": "pass"/' "$FILE" >"$TMP/regression.json"
 check regression-exit-1 1 "REGRESSION" "$BIN" replay "$TMP/regression.json"
 sed 's/"mutant": "drop-scale"/"mutant": "none"/' "$FILE" >"$TMP/fixed.json"
 check fixed-exit-3 3 "now passes" "$BIN" replay "$TMP/fixed.json"
-check fail-on-finding 1 "" "$BIN" fuzz --cases 300 --option mutant=drop-scale --no-corpus --run-dir "$TMP/m2" --fail-on-finding
+check fail-on-finding 1 "" "$BIN" fuzz --target aten --cases 300 --option mutant=drop-scale --no-corpus --run-dir "$TMP/m2" --fail-on-finding
 
 [ "$failures" = 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

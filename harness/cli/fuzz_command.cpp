@@ -21,15 +21,43 @@ struct FuzzArgs {
   int64_t stop_after = 0;
 };
 
-Options parse_options(const std::vector<std::string>& given) {
+// The options of target `factory` among `given` ("key=value" applies to
+// every selected target that has the key, "target.key=value" to one).
+Options options_for(const TargetFactory& factory, const std::vector<std::string>& given) {
   Options out;
   for (const auto& kv : given) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError("--option '" + kv + "': expected key=value, for example guard=upstream");
-    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+    std::string key = kv.substr(0, eq);
+    auto dot = key.find('.');
+    if (dot != std::string::npos) {
+      if (key.substr(0, dot) != factory.name()) continue;
+      key = key.substr(dot + 1);
+    } else {
+      bool known = false;
+      for (const auto& spec : factory.option_specs()) known = known || spec.name == key;
+      if (!known) continue;
+    }
+    out[key] = kv.substr(eq + 1);
   }
   return out;
+}
+
+// Every --option must reach some selected target.
+void check_options_used(const std::vector<const TargetFactory*>& targets,
+                        const std::vector<std::string>& given) {
+  for (const auto& kv : given) {
+    bool used = false;
+    for (const auto* f : targets) used = used || !options_for(*f, {kv}).empty();
+    std::string key = kv.substr(0, kv.find('='));
+    if (!used) {
+      std::string names;
+      for (const auto* f : targets) names += (names.empty() ? "" : ", ") + f->name();
+      throw InputError("option '" + key + "' is not an option of target " + names +
+                       " (see sdpacheck list)");
+    }
+  }
 }
 
 std::pair<int, int> parse_shard(const std::string& s) {
@@ -59,10 +87,16 @@ int run_fuzz(const FuzzArgs& a, Wiring& w) {
   std::vector<std::string> names = a.targets;
   if (names.empty())
     for (const auto* f : w.registry.all()) names.push_back(f->name());
-  Options options = parse_options(a.options);
-  std::vector<TargetRun> runs;
+  std::vector<const TargetFactory*> factories;
   for (const auto& name : names) {
-    auto target = w.registry.make(name, options);
+    w.registry.make(name, {});  // an unknown target name fails here, before any work
+    factories.push_back(w.registry.find(name));
+  }
+  check_options_used(factories, a.options);
+  std::vector<TargetRun> runs;
+  for (const auto* factory : factories) {
+    const std::string& name = factory->name();
+    auto target = w.registry.make(name, options_for(*factory, a.options));
     runs.push_back(run_target_campaign(*target, *w.reference, gen, opt));
     if (opt.progress) std::cerr << "\n";
   }
@@ -85,7 +119,9 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_option("--time", args->time, "stop each target after this many seconds (0: no limit)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", args->seed, "campaign seed");
   cmd->add_option("--max-size", args->max_size, "largest RapidCheck size (0..100 scales case sizes)")->check(CLI::Range(0, 1000));
-  cmd->add_option("--option", args->options, "target option key=value, e.g. guard=upstream (repeatable)");
+  cmd->add_option("--option", args->options,
+                  "target option key=value (every selected target with that key) or "
+                  "target.key=value, e.g. llm.guard=upstream (repeatable)");
   cmd->add_option("--corpus", args->corpus, "folder findings are written to, as <target>/<file>.json");
   cmd->add_flag("--no-corpus", args->no_corpus, "do not write findings");
   cmd->add_option("--run-dir", args->run_dir, "folder run.json is written to");
