@@ -34,16 +34,21 @@ void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases) {
 // Cases and seconds until the first failure of each self-test mutant,
 // shrinking included.
 void time_to_detect(cli::Wiring& w, const TargetFactory& f) {
-  for (const auto& [mutant, what] : f.mutants()) {
-    auto target = f.make(resolve_options(f, {{"mutant", mutant}}));
+  for (const auto& m : f.mutants()) {
+    const std::string& mutant = m.name;
+    auto target = f.make(resolve_options(f, m.options));
     CampaignOptions o;
     o.seed = 7;
-    o.cases = 100000;
+    o.cases = 5000;
     o.stop_after = 1;
     TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
-    std::printf("%-10s mutant %-20s first finding at case %6lld, %.3f s: %s\n", f.name().c_str(),
-                mutant.c_str(), static_cast<long long>(r.cases), r.seconds,
-                r.findings.empty() ? "none" : r.findings[0].verdict.c_str());
+    if (r.findings.empty())
+      std::printf("%-10s mutant %-28s no finding in %lld cases\n", f.name().c_str(), mutant.c_str(),
+                  static_cast<long long>(r.cases));
+    else
+      std::printf("%-10s mutant %-28s first finding at case %5lld, %.3f s: %s\n", f.name().c_str(),
+                  mutant.c_str(), static_cast<long long>(r.cases), r.seconds,
+                  r.findings[0].verdict.c_str());
   }
 }
 

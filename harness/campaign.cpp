@@ -115,7 +115,11 @@ class TargetCampaign {
     add_timing(run_.timing, r.timing);
     ++run_.cases;
     ++run_.verdicts[verdict_name(r.verdict)];
-    for (const auto& d : r.decisions) ++run_.guard_rules[d.deciding_rule];
+    if (opt_.on_case) opt_.on_case(c, r);
+    for (const auto& d : r.decisions) {
+      ++run_.guard_rules[d.deciding_rule];
+      if (r.verdict == Verdict::missed_rewrite && !d.rewrite) ++run_.missed_rules[d.deciding_rule];
+    }
     if (!worth_recording(r.verdict)) return;
     const Finding& f = *r.primary();
     // A failure kind seen with this defect class is a duplicate; otherwise

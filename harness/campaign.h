@@ -29,6 +29,8 @@ struct CampaignOptions {
   int64_t stop_after = 0;        // stop a target after this many distinct findings; 0: never
   CheckOptions check;
   std::function<void(const std::string&)> progress;  // called about twice a second
+  /// Called with every generated case and its result (not shrink steps).
+  std::function<void(const Case&, const CaseResult&)> on_case;
 };
 
 struct WrittenFinding {
@@ -45,6 +47,7 @@ struct TargetRun {
   int64_t cases = 0;
   std::map<std::string, int64_t> verdicts;  // verdict name -> cases
   std::map<std::string, int64_t> guard_rules;  // deciding rule -> decisions
+  std::map<std::string, int64_t> missed_rules;  // deciding rule -> missed-rewrite cases
   std::vector<WrittenFinding> findings;      // one per distinct signature
   int64_t duplicates = 0;  // failures whose signature was already found
   Timing timing;

@@ -22,12 +22,20 @@ struct Timing {
   double generate = 0, oracle = 0, kernels = 0, compare = 0;
 };
 
+/// One accuracy comparison: a kernel set's output against golden.
+struct AccuracySample {
+  std::string kernel_set;
+  DType dtype = DType::f32;
+  double ratio = 0.0;  // the largest |C - G| / bound; above 1 fails
+};
+
 struct CaseResult {
   Verdict verdict = Verdict::pass;  // the most severe finding, else pass/rejected
   std::vector<Finding> findings;
   std::vector<Decision> decisions;
   std::string graph_before, graph_after;  // with keep_graphs
   Timing timing;
+  std::vector<AccuracySample> accuracy;  // every accuracy comparison made
   /// The most severe finding; nullptr when there is none.
   const Finding* primary() const;
 };

@@ -77,6 +77,7 @@ Comparison compare_accuracy(const Tensor& cand, const Tensor& baseline, const Go
     double excess = limit > 0 ? e / limit : (e > 0 ? INFINITY : 0);
     if (excess > worst_excess) worst_excess = excess, c.worst = i, c.bound = limit;
   }
+  c.ratio = std::max(worst_excess, 0.0);
   if (worst_excess > 1.0) c.within = false;
   return c;
 }

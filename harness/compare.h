@@ -15,6 +15,7 @@ struct Comparison {
   int64_t worst = -1;                   // flat index of max_abs
   double bound = 0.0;                   // the bound at `worst` (or the tightest broken one)
   bool within = true;                   // every element within its bound
+  double ratio = 0.0;                   // accuracy: the largest |C - G| / bound over elements
 };
 
 /// The exact run against golden: |out - g| <= rel * max(max|g|, max|v|).

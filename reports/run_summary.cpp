@@ -44,6 +44,7 @@ nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& r
     t["cases"] = r.cases;
     t["verdicts"] = r.verdicts;
     t["guard_rules"] = r.guard_rules;
+    t["missed_rewrites_by_rule"] = r.missed_rules;
     t["duplicates"] = r.duplicates;
     t["findings"] = nlohmann::json::array();
     for (const auto& w : r.findings) t["findings"].push_back(finding_entry(w));

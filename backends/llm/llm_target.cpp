@@ -151,9 +151,13 @@ class LlmFactory : public TargetFactory {
   }
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;
-    for (const auto& [rule, name] : contract_rules())
-      out.push_back({"weaken-" + name, {{"guard", "contract"}, {"weaken", name}},
-                     "the contract guard without its " + name + " rule"});
+    for (const auto& [rule, name] : contract_rules()) {
+      MutantSpec m{"weaken-" + name, {{"guard", "contract"}, {"weaken", name}},
+                   "the contract guard without its " + name + " rule"};
+      if (rule == ContractRule::assume_causal_first) m.options["assume_causal_mask"] = "true";
+      if (rule == ContractRule::heads) m.what += " (aten rejects every call it keeps: no consequence)";
+      out.push_back(m);
+    }
     return out;
   }
   std::unique_ptr<Target> make(const Options& options) const override {
