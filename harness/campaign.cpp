@@ -155,6 +155,8 @@ class TargetCampaign {
     w.shrink_steps = steps;
     w.shrunk = shrunk;
     if (f) w.finding = *f;
+    w.graph_before = final_result.graph_before;
+    w.graph_after = final_result.graph_after;
     w.summary = case_summary(shrunk);
     if (!opt_.corpus_dir.empty()) w.file = write(shrunk, final_result, i);
     run_.findings.push_back(w);

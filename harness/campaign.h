@@ -39,6 +39,7 @@ struct WrittenFinding {
   int shrink_steps = 0;
   Case shrunk;
   Finding finding;
+  std::string graph_before, graph_after;  // the shrunk case's graphs, printed
 };
 
 struct TargetRun {
