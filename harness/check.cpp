@@ -1,6 +1,7 @@
 #include "harness/check.h"
 
 #include <chrono>
+#include <set>
 #include <cmath>
 
 #include "harness/compare.h"
@@ -199,11 +200,17 @@ class CaseChecker {
     return out;
   }
 
-  std::string rewritten_nodes() const {
-    std::string s;
-    for (const auto& d : result_.decisions)
-      if (d.rewrite) s += (s.empty() ? "" : ", ") + d.node;
-    return s;
+  // The first computing node the rewrite introduced (not a layout or dtype
+  // move): what an unsound rewrite replaced the original call with.
+  static std::string rewrite_node(const Graph& g0, const Graph& g1) {
+    static const std::set<std::string> moves = {
+        "aten.transpose.int", "aten.permute.default", "aten.contiguous.default", "aten.clone.default",
+        "aten.reshape.default", "aten.view.default", "aten._unsafe_view.default", "aten.expand.default",
+        "aten.unsqueeze.default", "aten.squeeze.dims", "aten._to_copy.default"};
+    for (const Node& n : g1.nodes)
+      if (g0.find(n.name) < 0 && n.op != "placeholder" && n.op != "get_attr" && !moves.count(n.op))
+        return "%" + n.name + " (" + n.op + ")";
+    return "";
   }
 
   // Verifies, checks invariants, and runs the rewrite exactly. False when a
@@ -227,7 +234,10 @@ class CaseChecker {
         result_.findings.push_back(o.error);
         return false;
       }
-      if (!judge(o.exec->outputs[0], r, "", nullptr, nullptr)) return false;
+      if (!judge(o.exec->outputs[0], r, "", nullptr, nullptr)) {
+        result_.findings.back().first_node = rewrite_node(g0, g1);
+        return false;
+      }
     }
     return true;
   }
@@ -279,7 +289,6 @@ class CaseChecker {
       f.detail = "output" + shape_str(f.index) + " = " + std::to_string(out.data[cmp.worst]) +
                  ", golden " + std::to_string(gold.out.data[cmp.worst]);
       if (baseline) f.bound_inputs = bound.inputs;
-      if (!baseline) f.first_node = "rewrite of " + rewritten_nodes();
     }
     if (g && baseline && f.verdict != Verdict::shape_mismatch) f.first_node = first_divergence(*g, r, kernel_set);
     result_.findings.push_back(f);

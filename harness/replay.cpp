@@ -17,11 +17,9 @@ const char* replay_status_name(ReplayStatus s) {
   return "?";
 }
 
-ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
-                           const ReferenceModel& reference, bool keep_graphs) {
+std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e) {
   Options target_options = e.options;
   CheckOptions opt;
-  opt.keep_graphs = keep_graphs;
   if (auto it = target_options.find(kPassesOption); it != target_options.end()) {
     if (it->second != "on" && it->second != "off")
       throw InputError(std::string("options.") + kPassesOption + ": expected on or off, got '" +
@@ -29,6 +27,13 @@ ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
     opt.passes = it->second == "on";
     target_options.erase(it);
   }
+  return {target_options, opt};
+}
+
+ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
+                           const ReferenceModel& reference, bool keep_graphs) {
+  auto [target_options, opt] = entry_options(e);
+  opt.keep_graphs = keep_graphs;
   auto target = registry.make(e.target, target_options);
   ReplayOutcome o;
   o.result = run_case(*target, reference, e.c, opt);

@@ -22,6 +22,10 @@ struct ReplayOutcome {
   CaseResult result;
 };
 
+/// An entry's options split into the target's own and the harness's check
+/// options (the `passes` key); throws InputError for a bad `passes` value.
+std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e);
+
 ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
                            const ReferenceModel& reference, bool keep_graphs = false);
 

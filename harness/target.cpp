@@ -13,6 +13,12 @@ std::map<std::string, Tensor> Target::inputs(const Case& c, const CaseTensors& t
 
 const KernelSet& Target::exact_kernels() const { return sdpa::exact_kernels(); }
 
+std::string Target::failure_class(const Case& c) const {
+  std::string cls;
+  for (const auto& f : failure_facts(c)) cls += (cls.empty() ? "" : "+") + f.rule;
+  return cls;
+}
+
 void TargetRegistry::add(std::unique_ptr<TargetFactory> f) { factories_.push_back(std::move(f)); }
 
 const TargetFactory* TargetRegistry::find(const std::string& name) const {

@@ -75,9 +75,12 @@ class Target {
   /// may hold: the harness's reference set, plus exact models of the
   /// target's own ops.
   virtual const KernelSet& exact_kernels() const;
-  /// Which defect class a failing case belongs to, for deduplication (for
-  /// example the guard rules a case breaks); empty when the target has none.
-  virtual std::string failure_class(const Case& c) const { return ""; }
+  /// The facts a case breaks that make it a defect class (for example the
+  /// rules of an intended guard design), each with its sizes; empty when
+  /// the target has none.
+  virtual std::vector<RuleOutcome> failure_facts(const Case& c) const { return {}; }
+  /// The names of failure_facts joined by "+": deduplicates findings.
+  std::string failure_class(const Case& c) const;
   /// Kernels a naive implementation of the ORIGINAL graph runs on, in the
   /// case dtype (the baseline B of NUMERICS.md).
   virtual const KernelSet& baseline_kernels() const = 0;

@@ -112,18 +112,19 @@ class LlmTarget : public Target {
 
   // The contract rules a case breaks name the defect class of a failure;
   // "mask-cast" marks an f16/bf16 mask, which the contract converts to f32.
-  std::string failure_class(const Case& c) const override {
+  std::vector<RuleOutcome> failure_facts(const Case& c) const override {
     Graph g = entry(c);
     ShapeEnv env = c.shape_env();
-    std::string cls;
-    auto add = [&](const std::string& name) { cls += (cls.empty() ? "" : "+") + name; };
+    std::vector<RuleOutcome> out;
     for (const Node& n : g.nodes) {
       if (n.op != kSdpaOp) continue;
       for (const auto& r : strict_.contract_guard(g, n, env).rules)
-        if (!r.passed) add(r.rule);
+        if (!r.passed) out.push_back(r);
     }
-    if (c.mask && (c.mask->dtype == DType::f16 || c.mask->dtype == DType::bf16)) add("mask-cast");
-    return cls;
+    if (c.mask && (c.mask->dtype == DType::f16 || c.mask->dtype == DType::bf16))
+      out.push_back({"mask-cast", false, std::string("an ") + dtype_name(c.mask->dtype) +
+                                             " mask, which custom_sdpa refuses (the contract casts it to f32)"});
+    return out;
   }
 
  private:

@@ -64,4 +64,25 @@ sed 's/"mutant": "drop-scale"/"mutant": "none"/' "$FILE" >"$TMP/fixed.json"
 check fixed-exit-3 3 "now passes" "$BIN" replay "$TMP/fixed.json"
 check fail-on-finding 1 "" "$BIN" fuzz --target aten --cases 300 --option mutant=drop-scale --no-corpus --run-dir "$TMP/m2" --fail-on-finding
 
+# explain names the diverging node and the violated fact in its first lines.
+UPSTREAM_FILE=$(grep -l '"unsound-rewrite"' "$DATA"/../../../corpus/llm/llm-unsound-rewrite-*.json | xargs grep -l '"dropout_p": 0.0' | head -1)
+explain_head() { "$BIN" explain "$UPSTREAM_FILE" | head -6; }
+check explain-node 0 "diverging node: %custom_sdpa (llama.custom_sdpa.default)" explain_head
+check explain-fact 0 "violated fact: unmasked-lengths" explain_head
+check explain-sections 0 "== Node by node" "$BIN" explain "$UPSTREAM_FILE"
+check explain-invalid 2 "case.kv_head: unknown field" "$BIN" explain "$DATA/invalid/unknown_field.json"
+
+# gate: upstream -> contract misses some rewrites (fails unless allowed);
+# contract -> upstream is newly unsound; a kept decisions file gates itself.
+GATE="$BIN gate --target llm --cases 200 --smoke 30 --corpus $TMP/no-corpus"
+check gate-missed 1 "newly missed" $GATE --base guard=upstream --head guard=contract --out "$TMP/g1"
+check gate-allow-missed 0 "Gate passed" $GATE --base guard=upstream --head guard=contract --allow-missed --out "$TMP/g2"
+check gate-unsound 1 "newly unsound" $GATE --base guard=contract --head guard=upstream --out "$TMP/g3"
+check gate-json 0 '"passed": false' cat "$TMP/g3/gate.json"
+check gate-case-replays 0 "ok  " "$BIN" replay "$TMP/g3/cases/newly-unsound.json"
+check gate-record 0 "Gate passed" $GATE --base guard=contract --head guard=contract --record "$TMP/decisions.json" --out "$TMP/g4"
+check gate-against 0 "Gate passed" $GATE --head guard=contract --against "$TMP/decisions.json" --out "$TMP/g5"
+check gate-against-regress 1 "newly unsound" $GATE --head guard=upstream --against "$TMP/decisions.json" --out "$TMP/g6"
+check gate-bad-file 2 "not valid JSON" $GATE --head guard=contract --against "$DATA/invalid/not_json.json"
+
 [ "$failures" = 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

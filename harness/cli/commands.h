@@ -18,5 +18,8 @@ enum ExitCode {
 void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code);
 void add_replay_command(CLI::App& app, Wiring& w, int& exit_code);
 void add_list_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_explain_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_gate_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_repro_command(CLI::App& app, Wiring& w, int& exit_code);
 
 }  // namespace sdpa::cli

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   add_fuzz_command(app, w, exit_code);
   add_replay_command(app, w, exit_code);
   add_list_command(app, w, exit_code);
+  add_explain_command(app, w, exit_code);
+  add_gate_command(app, w, exit_code);
+  add_repro_command(app, w, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,81 @@
+#include "reports/gate_summary.h"
+
+#include <sstream>
+
+namespace sdpa {
+
+std::vector<std::string> GateReport::failures() const {
+  std::vector<std::string> out;
+  auto count = [&](GateClass c) { return comparison.changes.at(c).size(); };
+  if (count(GateClass::newly_unsound))
+    out.push_back(std::to_string(count(GateClass::newly_unsound)) + " decision(s) newly unsound");
+  if (count(GateClass::newly_missed) && !allow_missed)
+    out.push_back(std::to_string(count(GateClass::newly_missed)) +
+                  " rewrite(s) newly missed (pass --allow-missed to accept)");
+  if (corpus_regressions) out.push_back(std::to_string(corpus_regressions) + " corpus file(s) no longer replay as expected");
+  if (corpus_invalid) out.push_back(std::to_string(corpus_invalid) + " corpus file(s) invalid");
+  if (smoke_failures) out.push_back(std::to_string(smoke_failures) + " smoke case(s) failed");
+  return out;
+}
+
+std::string gate_markdown(const GateReport& r) {
+  std::ostringstream o;
+  const auto fails = r.failures();
+  o << "## sdpacheck gate: " << r.target << " `" << r.base_label << "` → `" << r.head_label << "`\n\n";
+  o << (fails.empty() ? "**Gate passed.**" : "**Gate failed:** ");
+  for (size_t i = 0; i < fails.size(); ++i) o << (i ? "; " : "") << fails[i];
+  o << "\n\n" << r.comparison.cases << " cases (seed " << r.seed << "), "
+    << r.comparison.unchanged << " decisions unchanged (" << r.comparison.still_unsound
+    << " of them unsound in both, " << r.comparison.still_missed << " missed in both).\n\n";
+  o << "| class | cases | effect on the gate |\n|---|---:|---|\n";
+  for (GateClass c : gate_classes()) {
+    std::string effect = c == GateClass::newly_unsound ? "fails"
+                         : c == GateClass::newly_missed ? (r.allow_missed ? "allowed" : "fails")
+                                                        : "";
+    o << "| " << gate_class_name(c) << " | " << r.comparison.changes.at(c).size() << " | " << effect << " |\n";
+  }
+  for (GateClass c : gate_classes()) {
+    const GateChange* s = smallest(r.comparison.changes.at(c));
+    if (!s) continue;
+    o << "\n### " << gate_class_name(c) << ": smallest case\n\n`" << case_summary(s->head.c) << "`\n\n"
+      << "- before: " << (s->base.rewrite ? "rewritten" : "kept (rule " + s->base.rule + ")")
+      << (s->base.sound ? ", sound" : ", unsound") << " (" << s->base.verdict << ")\n"
+      << "- after: " << (s->head.rewrite ? "rewritten" : "kept (rule " + s->head.rule + ")")
+      << (s->head.sound ? ", sound" : ", unsound") << " (" << s->head.verdict << ")\n";
+    if (auto it = r.case_files.find(c); it != r.case_files.end())
+      o << "- replay: `sdpacheck replay " << it->second << "`, explain: `sdpacheck explain " << it->second << "`\n";
+  }
+  o << "\nCorpus replay: " << r.corpus_files << " file(s), " << r.corpus_regressions << " regression(s), "
+    << r.corpus_invalid << " invalid. Smoke: " << r.smoke_cases << " case(s), " << r.smoke_failures
+    << " failure(s).\n";
+  return o.str();
+}
+
+nlohmann::json gate_json(const GateReport& r) {
+  nlohmann::json j;
+  j["target"] = r.target;
+  j["base"] = r.base_label;
+  j["head"] = r.head_label;
+  j["seed"] = r.seed;
+  j["cases"] = r.comparison.cases;
+  j["unchanged"] = r.comparison.unchanged;
+  j["still_unsound"] = r.comparison.still_unsound;
+  j["still_missed"] = r.comparison.still_missed;
+  j["classes"] = nlohmann::json::object();
+  for (GateClass c : gate_classes()) {
+    nlohmann::json cls;
+    cls["count"] = r.comparison.changes.at(c).size();
+    cls["indices"] = nlohmann::json::array();
+    for (const auto& ch : r.comparison.changes.at(c)) cls["indices"].push_back(ch.head.index);
+    if (const GateChange* s = smallest(r.comparison.changes.at(c))) cls["smallest"] = case_summary(s->head.c);
+    if (auto it = r.case_files.find(c); it != r.case_files.end()) cls["file"] = it->second;
+    j["classes"][gate_class_name(c)] = cls;
+  }
+  j["corpus"] = {{"files", r.corpus_files}, {"regressions", r.corpus_regressions}, {"invalid", r.corpus_invalid}};
+  j["smoke"] = {{"cases", r.smoke_cases}, {"failures", r.smoke_failures}};
+  j["failures"] = r.failures();
+  j["passed"] = r.failures().empty();
+  return j;
+}
+
+}  // namespace sdpa
