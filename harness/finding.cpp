@@ -34,8 +34,9 @@ std::string blank_numbers(const std::string& text) {
 }  // namespace
 
 std::string Finding::failure_key() const {
-  // The op of the diverging node, not its name: names carry counters.
-  std::string op = first_node;
+  // The op of the node where kernels diverge, not its name (names carry
+  // counters); a soundness finding's node only names the rewrite.
+  std::string op = check == Check::soundness ? "" : first_node;
   auto open = op.find('(');
   if (open != std::string::npos) op = op.substr(open);
   std::string key = std::string(verdict_name(verdict)) + "|" + check_name(check) + "|" + kernel_set + "|" + op;

@@ -1,11 +1,11 @@
 #include "reports/run_summary.h"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "harness/case_json.h"
 #include "harness/corpus.h"
+#include "reports/atomic_write.h"
 
 namespace sdpa {
 
@@ -83,17 +83,9 @@ std::string run_summary_text(const std::vector<TargetRun>& runs) {
 }
 
 std::string write_run_json(const std::string& dir, const nlohmann::json& summary) {
-  namespace fs = std::filesystem;
-  fs::create_directories(dir);
-  fs::path path = fs::path(dir) / "run.json";
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << summary.dump(2) << "\n";
-  }
-  fs::rename(tmp, path);
-  return path.string();
+  std::string path = (std::filesystem::path(dir) / "run.json").string();
+  write_file_atomically(path, summary.dump(2) + "\n");
+  return path;
 }
 
 }  // namespace sdpa

@@ -1,9 +1,15 @@
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
+#include <memory>
 
+#include "generators/case_classes.h"
 #include "harness/cli/commands.h"
 #include "harness/json_reader.h"
+#include "reports/campaign_stats.h"
+#include "reports/html_report.h"
+#include "reports/junit.h"
 #include "reports/run_summary.h"
 
 namespace sdpa::cli {
@@ -16,6 +22,7 @@ struct FuzzArgs {
   uint64_t seed = 1;
   int max_size = 100;
   std::string shard = "0/1", corpus = "corpus", run_dir = "runs/latest", policy = "default";
+  std::string junit, html;  // empty: not written
   bool no_corpus = false, no_timing = false, identity = false, fail_on_finding = false;
   bool record_warnings = false;
   int64_t stop_after = 0;
@@ -69,6 +76,21 @@ std::pair<int, int> parse_shard(const std::string& s) {
   return {i, n};
 }
 
+// The report folders exist before the campaign, so that a path that cannot
+// be written fails now and not after hours of fuzzing.
+void prepare_report_paths(const FuzzArgs& a) {
+  namespace fs = std::filesystem;
+  auto make = [](const fs::path& dir, const std::string& flag) {
+    std::error_code ec;
+    if (!dir.empty()) fs::create_directories(dir, ec);
+    if (ec) throw InputError(flag + ": cannot create folder " + dir.string() + ": " + ec.message());
+  };
+  if (!a.junit.empty()) make(fs::path(a.junit).parent_path(), "--junit");
+  if (!a.junit.empty() && fs::is_directory(a.junit))
+    throw InputError("--junit " + a.junit + ": is a folder; expected the path of the XML file");
+  if (!a.html.empty()) make(a.html, "--html");
+}
+
 int run_fuzz(const FuzzArgs& a, Wiring& w) {
   CaseGeneratorFactory gen = w.generators(a.policy);
   if (!gen) throw InputError("--policy '" + a.policy + "': expected default or large");
@@ -93,16 +115,22 @@ int run_fuzz(const FuzzArgs& a, Wiring& w) {
     factories.push_back(w.registry.find(name));
   }
   check_options_used(factories, a.options);
+  prepare_report_paths(a);
+  std::unique_ptr<CampaignStats> stats;
+  if (!a.html.empty()) stats = std::make_unique<CampaignStats>(boundary_classes);
   std::vector<TargetRun> runs;
   for (const auto* factory : factories) {
     const std::string& name = factory->name();
     auto target = w.registry.make(name, options_for(*factory, a.options));
+    if (stats) opt.on_case = stats->collector(name);
     runs.push_back(run_target_campaign(*target, *w.reference, gen, opt));
     if (opt.progress) std::cerr << "\n";
   }
   RunSettings s{a.seed, a.cases, a.max_size, opt.shard, opt.shards, a.policy, a.identity};
   std::string path = write_run_json(a.run_dir, run_summary(s, runs, !a.no_timing));
   std::cout << run_summary_text(runs) << "run summary: " << path << "\n";
+  if (!a.junit.empty()) std::cout << "junit: " << write_junit(a.junit, s, runs) << "\n";
+  if (stats) std::cout << "html report: " << write_html_report(a.html, s, runs, *stats) << "\n";
   bool failed = false;
   for (const auto& r : runs)
     for (const auto& [v, n] : r.verdicts) failed = failed || is_failure(*parse_verdict(v));
@@ -132,6 +160,10 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
   cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--fail-on-finding", args->fail_on_finding, "exit 1 when any case fails");
+  cmd->add_option("--junit", args->junit, "write a JUnit XML file: a testsuite per target, a testcase per check")
+      ->type_name("PATH");
+  cmd->add_option("--html", args->html, "write a self-contained HTML report to DIR/index.html")
+      ->type_name("DIR");
   cmd->callback([args, &w, &exit_code] { exit_code = run_fuzz(*args, w); });
 }
 

@@ -1,0 +1,72 @@
+#include "reports/campaign_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sdpa {
+
+int ratio_bucket(double ratio) {
+  if (!(ratio > 1e-6)) return 0;  // also a NaN ratio, which compare_accuracy never gives
+  if (std::isinf(ratio)) return kRatioBuckets - 1;
+  // ceil(log10): the upper edge of (10^(e-1), 10^e] belongs to its bucket.
+  int e = static_cast<int>(std::ceil(std::log10(ratio)));
+  // log10 rounds: put a ratio next to a power of ten on its side of the edge.
+  if (std::pow(10.0, e - 1) >= ratio) --e;
+  if (std::pow(10.0, e) < ratio) ++e;
+  return std::min(std::max(e + 6, 1), kRatioBuckets - 1);
+}
+
+std::string ratio_edge_label(int bucket) { return "1e" + std::to_string(bucket - 6); }
+
+int length_bucket(int64_t len) {
+  if (len <= 0) return -1;
+  int k = 0;
+  while (len >>= 1) ++k;
+  return k;
+}
+
+std::string length_bucket_label(int bucket) {
+  if (bucket < 0) return "0";
+  int64_t lo = int64_t{1} << bucket, hi = (lo << 1) - 1;
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+std::string head_layout(const Case& c) {
+  if (c.q_heads == c.kv_heads) return "MHA";
+  return c.kv_heads == 1 ? "MQA" : "GQA";
+}
+
+std::vector<std::string> mask_kinds(const Case& c) {
+  std::vector<std::string> out;
+  if (c.is_causal) out.push_back("causal");
+  if (c.mask) out.push_back(c.mask->dtype == DType::b8 ? "bool" : "additive");
+  if (out.empty()) out.push_back("none");
+  return out;
+}
+
+CampaignStats::CampaignStats(CaseClassifier classify) : classify_(std::move(classify)) {}
+
+void CampaignStats::add(const std::string& target, const Case& c, const CaseResult& r) {
+  TargetStats& t = targets_[target];
+  ++t.cases;
+  ++t.verdicts[verdict_name(r.verdict)];
+  for (const auto& a : r.accuracy) {
+    auto& buckets = t.ratios[{dtype_name(a.dtype), a.kernel_set}];
+    buckets.resize(kRatioBuckets);
+    ++buckets[ratio_bucket(a.ratio)];
+  }
+  if (!r.decisions.empty())
+    for (const auto& cls : classify_(c))
+      for (const auto& d : r.decisions) ++t.guard[cls][d.deciding_rule];
+  ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
+  ++t.coverage.lengths[{length_bucket(s.Lq), length_bucket(s.Lkv)}];
+  ++t.coverage.head_layouts[head_layout(c)];
+  for (const auto& kind : mask_kinds(c)) ++t.coverage.mask_kinds[kind];
+  ++t.coverage.dtypes[dtype_name(c.dtype)];
+}
+
+std::function<void(const Case&, const CaseResult&)> CampaignStats::collector(const std::string& target) {
+  return [this, target](const Case& c, const CaseResult& r) { add(target, c, r); };
+}
+
+}  // namespace sdpa

@@ -1,0 +1,70 @@
+#pragma once
+/// What a campaign covered and how close kernels came to their bounds,
+/// collected per case through CampaignOptions::on_case (the HTML report).
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/campaign.h"
+
+namespace sdpa {
+
+/// The boundary classes a case hits ("Lq=1", "gqa", "mask:bool", ...). The
+/// CLI passes generators' boundary_classes; reports/ does not depend on generators/.
+using CaseClassifier = std::function<std::vector<std::string>(const Case&)>;
+
+/// Error ratios |C - G| / bound in decade buckets, upper edge included so
+/// that every ratio <= 1 (within the bound) falls below bucket kRatioFirstFailing:
+/// bucket 0 is [0, 1e-6], bucket b is (10^(b-7), 10^(b-6)], the last (1e3, inf].
+constexpr int kRatioBuckets = 11;
+constexpr int kRatioFirstFailing = 7;
+int ratio_bucket(double ratio);
+/// The upper edge of bucket b < kRatioBuckets - 1: "1e-6" for bucket 0, "1e0" for 6.
+std::string ratio_edge_label(int bucket);
+
+/// Lengths in log2 buckets: bucket k holds [2^k, 2^(k+1)); bucket -1 holds 0.
+int length_bucket(int64_t len);
+std::string length_bucket_label(int bucket);  // "0", "1", "2-3", "4-7"
+
+/// "MHA" (Hq == Hkv), "MQA" (Hkv == 1 < Hq) or "GQA".
+std::string head_layout(const Case& c);
+/// "none", "causal", "bool", "additive": is_causal and the attn_mask's
+/// kind; a causal call with a mask has two.
+std::vector<std::string> mask_kinds(const Case& c);
+
+struct Coverage {
+  /// (Lq bucket, Lkv bucket) at the first runtime size -> cases.
+  std::map<std::pair<int, int>, int64_t> lengths;
+  std::map<std::string, int64_t> head_layouts, mask_kinds, dtypes;
+};
+
+struct TargetStats {
+  int64_t cases = 0;
+  std::map<std::string, int64_t> verdicts;
+  /// (dtype, kernel set) -> counts per ratio bucket (kRatioBuckets entries).
+  std::map<std::pair<std::string, std::string>, std::vector<int64_t>> ratios;
+  /// case class -> deciding rule ("accept" or the first failed rule) -> decisions.
+  std::map<std::string, std::map<std::string, int64_t>> guard;
+  Coverage coverage;
+};
+
+class CampaignStats {
+ public:
+  explicit CampaignStats(CaseClassifier classify);
+
+  /// Counts one case of `target`.
+  void add(const std::string& target, const Case& c, const CaseResult& r);
+  /// A CampaignOptions::on_case hook that adds the cases of `target`.
+  std::function<void(const Case&, const CaseResult&)> collector(const std::string& target);
+
+  /// Per target, in name order.
+  const std::map<std::string, TargetStats>& targets() const { return targets_; }
+
+ private:
+  CaseClassifier classify_;
+  std::map<std::string, TargetStats> targets_;
+};
+
+}  // namespace sdpa

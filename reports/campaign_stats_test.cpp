@@ -1,0 +1,145 @@
+#include "reports/campaign_stats.h"
+
+#include <gtest/gtest.h>
+
+namespace sdpa {
+namespace {
+
+Case lengths(int64_t lq, int64_t lkv) {
+  Case c;
+  c.q_len = lq;
+  c.kv_len = lkv;
+  return c;
+}
+
+Decision decided(const std::string& rule) {
+  Decision d;
+  d.rewrite = rule == "accept";
+  d.deciding_rule = rule;
+  return d;
+}
+
+CampaignStats stats_with(std::vector<std::string> classes) {
+  return CampaignStats([classes](const Case&) { return classes; });
+}
+
+TEST(RatioBuckets, DecadesWithTheBoundOnTheLeftOfTheLine) {
+  EXPECT_EQ(ratio_bucket(0.0), 0);
+  EXPECT_EQ(ratio_bucket(1e-6), 0);
+  EXPECT_EQ(ratio_bucket(2e-6), 1);
+  EXPECT_EQ(ratio_bucket(0.5), kRatioFirstFailing - 1);
+  EXPECT_EQ(ratio_bucket(1.0), kRatioFirstFailing - 1);  // exactly at the bound: within
+  EXPECT_EQ(ratio_bucket(1.0000001), kRatioFirstFailing);
+  EXPECT_EQ(ratio_bucket(10.0), kRatioFirstFailing);
+  EXPECT_EQ(ratio_bucket(1000.0), kRatioBuckets - 2);
+  EXPECT_EQ(ratio_bucket(1e9), kRatioBuckets - 1);
+  EXPECT_EQ(ratio_bucket(INFINITY), kRatioBuckets - 1);
+  for (int e = -5; e <= 3; ++e) {  // every power of ten is the top of its bucket
+    double edge = std::pow(10.0, e);
+    EXPECT_EQ(ratio_bucket(edge) + 1, ratio_bucket(edge * 1.001)) << edge;
+  }
+  EXPECT_EQ(ratio_edge_label(0), "1e-6");
+  EXPECT_EQ(ratio_edge_label(kRatioFirstFailing - 1), "1e0");
+}
+
+TEST(LengthBuckets, Log2) {
+  EXPECT_EQ(length_bucket(0), -1);
+  EXPECT_EQ(length_bucket(1), 0);
+  EXPECT_EQ(length_bucket(3), 1);
+  EXPECT_EQ(length_bucket(4), 2);
+  EXPECT_EQ(length_bucket(513), 9);
+  EXPECT_EQ(length_bucket_label(-1), "0");
+  EXPECT_EQ(length_bucket_label(0), "1");
+  EXPECT_EQ(length_bucket_label(2), "4-7");
+}
+
+TEST(Coverage, HeadLayoutsAndMaskKinds) {
+  Case c;
+  c.q_heads = c.kv_heads = 4;
+  EXPECT_EQ(head_layout(c), "MHA");
+  c.kv_heads = 2;
+  EXPECT_EQ(head_layout(c), "GQA");
+  c.kv_heads = 1;
+  EXPECT_EQ(head_layout(c), "MQA");
+  c.q_heads = 1;
+  EXPECT_EQ(head_layout(c), "MHA");
+  EXPECT_EQ(mask_kinds(c), std::vector<std::string>{"none"});
+  c.is_causal = true;
+  EXPECT_EQ(mask_kinds(c), std::vector<std::string>{"causal"});
+  c.mask = MaskSpec{};
+  c.mask->dtype = DType::f16;
+  EXPECT_EQ(mask_kinds(c), (std::vector<std::string>{"causal", "additive"}));
+  c.is_causal = false;
+  c.mask->dtype = DType::b8;
+  EXPECT_EQ(mask_kinds(c), std::vector<std::string>{"bool"});
+}
+
+TEST(CampaignStats, CountsVerdictsRatiosAndCoveragePerTarget) {
+  CampaignStats stats = stats_with({});
+  CaseResult pass, unsound;
+  pass.accuracy = {{"libtorch", DType::f32, 0.01}, {"portable", DType::f32, 3.0}};
+  unsound.verdict = Verdict::unsound_rewrite;
+  Case bf16 = lengths(5, 9);
+  bf16.dtype = DType::bf16;
+  stats.add("aten", lengths(1, 1), pass);
+  stats.add("aten", lengths(2, 3), pass);
+  stats.add("aten", bf16, unsound);
+  stats.add("llm", lengths(1, 1), pass);
+  const TargetStats& aten = stats.targets().at("aten");
+  EXPECT_EQ(aten.cases, 3);
+  EXPECT_EQ(aten.verdicts.at("pass"), 2);
+  EXPECT_EQ(aten.verdicts.at("unsound-rewrite"), 1);
+  const auto& libtorch = aten.ratios.at({"f32", "libtorch"});
+  ASSERT_EQ(libtorch.size(), static_cast<size_t>(kRatioBuckets));
+  EXPECT_EQ(libtorch[ratio_bucket(0.01)], 2);
+  EXPECT_EQ(aten.ratios.at({"f32", "portable"})[kRatioFirstFailing], 2);
+  EXPECT_EQ(aten.ratios.size(), 2u);
+  EXPECT_EQ(aten.coverage.lengths.at({0, 0}), 1);
+  EXPECT_EQ(aten.coverage.lengths.at({1, 1}), 1);
+  EXPECT_EQ(aten.coverage.lengths.at({2, 3}), 1);
+  EXPECT_EQ(aten.coverage.dtypes.at("f32"), 2);
+  EXPECT_EQ(aten.coverage.dtypes.at("bf16"), 1);
+  EXPECT_EQ(aten.coverage.head_layouts.at("MHA"), 3);
+  EXPECT_EQ(aten.coverage.mask_kinds.at("none"), 3);
+  EXPECT_EQ(stats.targets().at("llm").cases, 1);
+}
+
+TEST(CampaignStats, LengthsAtTheFirstRuntimeSize) {
+  Case c;
+  c.symbols["s0"] = SymbolInfo{};
+  c.q_len = SymExpr::symbol("s0");
+  c.kv_len = SymExpr::symbol("s0");
+  c.runtime = {{{"s0", 40}}, {{"s0", 2}}};
+  CampaignStats stats = stats_with({});
+  stats.add("llm", c, CaseResult{});
+  EXPECT_EQ(stats.targets().at("llm").coverage.lengths.begin()->first, std::make_pair(5, 5));
+}
+
+TEST(CampaignStats, GuardDecisionsByClassAndDecidingRule) {
+  CampaignStats stats = stats_with({"Lq=1", "mask:bool"});
+  CaseResult accepted, kept, refused;
+  accepted.decisions = {decided("accept")};
+  kept.decisions = {decided("mask-shape")};
+  stats.add("llm", lengths(1, 4), accepted);
+  stats.add("llm", lengths(1, 4), kept);
+  stats.add("llm", lengths(1, 4), kept);
+  stats.add("llm", lengths(1, 4), refused);  // no decision: nothing counted
+  const auto& guard = stats.targets().at("llm").guard;
+  ASSERT_EQ(guard.size(), 2u);
+  for (const char* cls : {"Lq=1", "mask:bool"}) {
+    EXPECT_EQ(guard.at(cls).at("accept"), 1);
+    EXPECT_EQ(guard.at(cls).at("mask-shape"), 2);
+  }
+}
+
+TEST(CampaignStats, CollectorFeedsItsTarget) {
+  CampaignStats stats = stats_with({});
+  auto hook = stats.collector("aten");
+  hook(lengths(1, 1), CaseResult{});
+  hook(lengths(1, 1), CaseResult{});
+  EXPECT_EQ(stats.targets().at("aten").cases, 2);
+  EXPECT_EQ(stats.targets().count("llm"), 0u);
+}
+
+}  // namespace
+}  // namespace sdpa
