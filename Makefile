@@ -18,7 +18,8 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 fuzz: build
-	$(BUILD)/sdpacheck fuzz --cases $(CASES) --seed $(SEED) --corpus corpus --run-dir runs/latest $(FUZZ_ARGS)
+	$(BUILD)/sdpacheck fuzz --cases $(CASES) --seed $(SEED) --corpus corpus --run-dir runs/latest \
+	  --html runs/latest/report --junit runs/latest/junit.xml $(FUZZ_ARGS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
