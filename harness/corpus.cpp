@@ -2,9 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "harness/atomic_write.h"
 #include "harness/case_json.h"
 #include "harness/json_reader.h"
 #include "harness/tensor_data.h"
@@ -67,15 +67,7 @@ CorpusEntry corpus_from_json(const nlohmann::json& j, const std::string& source,
 }
 
 CorpusEntry read_corpus_file(const std::string& path, const SizeLimits& limits) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path + ": not valid JSON: " + e.what());
-  }
-  return corpus_from_json(j, path, limits);
+  return corpus_from_json(read_json_file(path), path, limits);
 }
 
 std::string short_hash(const std::string& text) {
@@ -90,17 +82,9 @@ std::string write_corpus_entry(const std::string& dir, const CorpusEntry& e,
   std::string text = corpus_to_json(e).dump(2) + "\n";
   std::string content_hash = short_hash(case_to_json(e.c).dump() + e.target);
   fs::path folder = fs::path(dir) / e.target;
-  fs::create_directories(folder);
   fs::path final_path = folder / (e.target + "-" + e.expect + "-" + short_hash(e.target + signature) +
                                   "-" + content_hash + ".json");
-  fs::path tmp = final_path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, final_path);
+  write_file_atomically(final_path.string(), text);
   return final_path.string();
 }
 

@@ -1,6 +1,5 @@
 #include "harness/gate.h"
 
-#include <fstream>
 
 #include "harness/case_json.h"
 #include "harness/case_validate.h"
@@ -117,15 +116,7 @@ DecisionsFile decisions_from_json(const nlohmann::json& j, const std::string& so
 }
 
 DecisionsFile read_decisions_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path + ": not valid JSON: " + e.what());
-  }
-  return decisions_from_json(j, path);
+  return decisions_from_json(read_json_file(path), path);
 }
 
 const char* gate_class_name(GateClass c) {

@@ -1,5 +1,7 @@
 #include "harness/json_reader.h"
 
+#include <fstream>
+
 namespace sdpa {
 
 std::string json_kind(const nlohmann::json& j) {
@@ -10,6 +12,16 @@ std::string json_kind(const nlohmann::json& j) {
   if (j.is_string()) return "a string";
   if (j.is_array()) return "a list";
   return "an object";
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path + ": not valid JSON: " + e.what());
+  }
 }
 
 JsonObject::JsonObject(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {

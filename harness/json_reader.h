@@ -44,4 +44,7 @@ class JsonObject {
 /// "a string", "an integer", ...: for messages about a wrong type.
 std::string json_kind(const nlohmann::json& j);
 
+/// Parses a JSON file; InputError "PATH: cannot open file" or "PATH: not valid JSON: ...".
+nlohmann::json read_json_file(const std::string& path);
+
 }  // namespace sdpa

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "harness/corpus.h"
-#include "reports/atomic_write.h"
+#include "harness/atomic_write.h"
 #include "reports/html_findings.h"
 #include "reports/html_sections.h"
 #include "reports/markup.h"

@@ -5,7 +5,7 @@
 
 #include "harness/case_json.h"
 #include "harness/corpus.h"
-#include "reports/atomic_write.h"
+#include "harness/atomic_write.h"
 
 namespace sdpa {
 

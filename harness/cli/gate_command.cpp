@@ -1,7 +1,7 @@
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "harness/atomic_write.h"
 #include "harness/cli/commands.h"
 #include "harness/json_reader.h"
 #include "harness/replay.h"
@@ -34,14 +34,6 @@ std::string label(const Options& o) {
   std::string s;
   for (const auto& [k, v] : o) s += (s.empty() ? "" : ",") + k + "=" + v;
   return s.empty() ? "defaults" : s;
-}
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::create_directories(path.parent_path());
-  auto tmp = path;
-  tmp += ".tmp";
-  std::ofstream(tmp) << text;
-  std::filesystem::rename(tmp, path);
 }
 
 // Replays every corpus file; counts regressions and invalid files.
@@ -78,7 +70,7 @@ void write_cases(const GateArgs& a, const Options& head, GateReport& r) {
     std::string slug = gate_class_name(c);
     for (char& ch : slug) ch = ch == ' ' ? '-' : ch;
     auto path = std::filesystem::path(a.out) / "cases" / (slug + ".json");
-    write_text(path, corpus_to_json(e).dump(2) + "\n");
+    write_file_atomically(path.string(), corpus_to_json(e).dump(2) + "\n");
     r.case_files[c] = path.string();
   }
 }
@@ -108,7 +100,7 @@ int run_gate(const GateArgs& a, Wiring& w) {
     base_d = record_decisions(*base, *w.reference, gen, a.seed, a.cases, a.max_size);
     head_d = record_decisions(*head, *w.reference, gen, a.seed, a.cases, a.max_size);
   }
-  if (!a.record.empty()) write_text(a.record, decisions_to_json(head_d).dump(1) + "\n");
+  if (!a.record.empty()) write_file_atomically(a.record, decisions_to_json(head_d).dump(1) + "\n");
   r.comparison = compare_decisions(base_d, head_d);
   replay_corpus(a, w, r);
   CampaignOptions smoke;
@@ -119,8 +111,8 @@ int run_gate(const GateArgs& a, Wiring& w) {
   for (const auto& [v, n] : run.verdicts) r.smoke_failures += is_failure(*parse_verdict(v)) ? n : 0;
   write_cases(a, head->options(), r);
   std::string md = gate_markdown(r);
-  write_text(std::filesystem::path(a.out) / "gate.md", md);
-  write_text(std::filesystem::path(a.out) / "gate.json", gate_json(r).dump(2) + "\n");
+  write_file_atomically((std::filesystem::path(a.out) / "gate.md").string(), md);
+  write_file_atomically((std::filesystem::path(a.out) / "gate.json").string(), gate_json(r).dump(2) + "\n");
   std::cout << md;
   return r.failures().empty() ? kOk : kFindings;
 }

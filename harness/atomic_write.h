@@ -1,6 +1,7 @@
 #pragma once
-/// Report files appear whole or not at all: a reader (CI, a browser
-/// refreshing the page) never sees a half-written file.
+/// Output files (corpus entries, reports) appear whole or not at all: a
+/// killed run or a reader (CI, a browser refreshing the page) never sees a
+/// half-written file.
 #include <string>
 
 namespace sdpa {

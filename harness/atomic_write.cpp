@@ -1,4 +1,4 @@
-#include "reports/atomic_write.h"
+#include "harness/atomic_write.h"
 
 #include <filesystem>
 #include <fstream>
