@@ -40,6 +40,7 @@ check scoped-option-unknown 2 "option 'mutant' is not an option of target llm" "
 check unknown-target 2 "unknown target 'nope'" "$BIN" fuzz --cases 5 --target nope
 check bad-shard 2 "--shard '3/2'" "$BIN" fuzz --cases 5 --shard 3/2
 check bad-cases 2 "--cases" "$BIN" fuzz --cases -3
+check unwritable-run-dir 2 "--run-dir: cannot create folder" "$BIN" fuzz --cases 5 --run-dir /proc/none --no-corpus
 check missing-path 2 "no such file or folder" "$BIN" replay "$TMP/none.json"
 check valid-entry 0 "ok  " "$BIN" replay "$DATA/valid_gqa_dynamic.json"
 check invalid-unknown-field 2 "case.kv_head: unknown field" "$BIN" replay "$DATA/invalid/unknown_field.json"

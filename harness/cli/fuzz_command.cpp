@@ -76,7 +76,7 @@ std::pair<int, int> parse_shard(const std::string& s) {
   return {i, n};
 }
 
-// The report folders exist before the campaign, so that a path that cannot
+// The output folders exist before the campaign, so that a path that cannot
 // be written fails now and not after hours of fuzzing.
 void prepare_report_paths(const FuzzArgs& a) {
   namespace fs = std::filesystem;
@@ -89,6 +89,8 @@ void prepare_report_paths(const FuzzArgs& a) {
   if (!a.junit.empty() && fs::is_directory(a.junit))
     throw InputError("--junit " + a.junit + ": is a folder; expected the path of the XML file");
   if (!a.html.empty()) make(a.html, "--html");
+  make(a.run_dir, "--run-dir");
+  if (!a.no_corpus) make(a.corpus, "--corpus");
 }
 
 int run_fuzz(const FuzzArgs& a, Wiring& w) {

@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
   } catch (const sdpa::InputError& e) {
     std::cerr << "sdpacheck: " << e.what() << "\n";
     return kBadInput;
+  } catch (const std::exception& e) {
+    // A file that cannot be written, a folder that cannot be read: no case
+    // result is lost (findings are written as they are found).
+    std::cerr << "sdpacheck: could not complete: " << e.what() << "\n";
+    return kBadInput;
   }
   return exit_code;
 }
