@@ -82,12 +82,14 @@ class CaseChecker {
   }
 
   CaseResult finish() {
-    if (!result_.findings.empty()) {
+    const Finding* primary = result_.primary();
+    // The defect class only matters for what a campaign records.
+    if (primary && (is_failure(primary->verdict) || primary->verdict == Verdict::missed_rewrite)) {
       std::string cls = target_.failure_class(c_);
       for (auto& f : result_.findings) f.failure_class = cls;
     }
-    if (const Finding* f = result_.primary()) {
-      result_.verdict = f->verdict;
+    if (primary) {
+      result_.verdict = primary->verdict;
     } else {
       result_.verdict = Verdict::pass;
       for (const auto& d : result_.decisions)
@@ -103,6 +105,8 @@ class CaseChecker {
       tensors_.push_back(make_case_tensors(c_, at));
       inputs_.push_back(target_.inputs(c_, tensors_.back()));
     }
+    for (const auto& t : tensors_) value_scale_ = std::max(value_scale_, t.v.max_abs());
+    value_scale_ /= 1.0 - c_.dropout_p;
     result_.timing.generate += seconds_since(t0);
     t0 = Clock::now();
     for (size_t r = 0; r < runs_.size(); ++r) {
@@ -185,11 +189,8 @@ class CaseChecker {
     return it->second;
   }
 
-  double value_scale() const {
-    double v = 0;
-    for (const auto& t : tensors_) v = std::max(v, t.v.max_abs());
-    return v / (1.0 - c_.dropout_p);
-  }
+  // max |V| over every run, scaled by dropout: what an output averages.
+  double value_scale() const { return value_scale_; }
 
   std::vector<std::string> violated_assumptions(size_t r) const {
     std::vector<std::string> out;
@@ -406,6 +407,7 @@ class CaseChecker {
   std::vector<Golden> goldens_;
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision
+  double value_scale_ = 0.0;
 };
 
 }  // namespace

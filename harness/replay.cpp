@@ -46,6 +46,36 @@ ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
   return o;
 }
 
+ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
+                         const ReferenceModel& reference, const SizeLimits& limits, bool keep_graphs,
+                         const std::function<void(const std::string&, const ReplayOutcome*,
+                                                  const std::string&)>& report) {
+  ReplayTally t;
+  for (const auto& file : files) {
+    ++t.files;
+    try {
+      CorpusEntry e = read_corpus_file(file, limits);
+      ReplayOutcome o;
+      try {
+        o = replay_entry(e, registry, reference, keep_graphs);
+      } catch (const InputError& err) {
+        throw InputError(file + ": " + err.what());
+      }
+      switch (o.status) {
+        case ReplayStatus::as_expected: ++t.as_expected; break;
+        case ReplayStatus::fixed: ++t.fixed; break;
+        case ReplayStatus::regression:
+        case ReplayStatus::changed: ++t.regressions; break;
+      }
+      report(file, &o, "");
+    } catch (const InputError& err) {
+      ++t.invalid;
+      report(file, nullptr, err.what());
+    }
+  }
+  return t;
+}
+
 std::vector<std::string> collect_corpus_files(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;

@@ -39,20 +39,16 @@ std::string label(const Options& o) {
 // Replays every corpus file; counts regressions and invalid files.
 void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r) {
   if (!std::filesystem::exists(a.corpus)) return;
-  for (const auto& file : collect_corpus_files({a.corpus})) {
-    ++r.corpus_files;
-    try {
-      ReplayOutcome o = replay_entry(read_corpus_file(file), w.registry, *w.reference);
-      if (o.status != ReplayStatus::as_expected) {
-        ++r.corpus_regressions;
-        std::cerr << "corpus: " << replay_status_name(o.status) << " " << file << " expect=" << o.expected
-                  << " observed=" << o.observed << "\n";
-      }
-    } catch (const InputError& e) {
-      ++r.corpus_invalid;
-      std::cerr << "corpus: INVALID " << e.what() << "\n";
-    }
-  }
+  auto report = [](const std::string& file, const ReplayOutcome* o, const std::string& error) {
+    if (!o) std::cerr << "corpus: INVALID " << error << "\n";
+    else if (o->status != ReplayStatus::as_expected)
+      std::cerr << "corpus: " << replay_status_name(o->status) << " " << file << " expect="
+                << o->expected << " observed=" << o->observed << "\n";
+  };
+  ReplayTally t = replay_files(collect_corpus_files({a.corpus}), w.registry, *w.reference, {}, false, report);
+  r.corpus_files = t.files;
+  r.corpus_regressions = t.regressions + t.fixed;
+  r.corpus_invalid = t.invalid;
 }
 
 // The smallest case of each class, as a corpus file replaying the head policy.

@@ -27,35 +27,26 @@ int run_replay(const ReplayArgs& a, Wiring& w) {
   SizeLimits limits;
   limits.max_tensor_elements = a.max_elements;
   limits.max_dim = a.max_dim;
-  bool invalid = false, regressed = false, fixed = false;
-  for (const auto& file : collect_corpus_files(a.paths)) {
-    try {
-      CorpusEntry e = read_corpus_file(file, limits);
-      ReplayOutcome o;
-      try {
-        o = replay_entry(e, w.registry, *w.reference, a.verbose);
-      } catch (const InputError& err) {
-        throw InputError(file + ": " + err.what());
-      }
-      std::cout << replay_status_name(o.status) << "  " << file << "  expect=" << o.expected
-                << " observed=" << o.observed << "\n";
-      if (o.status == ReplayStatus::fixed)
-        std::cout << "    this recorded failure now passes: set \"expect\" to \"pass\" if the fix is intended\n";
-      if (o.status != ReplayStatus::as_expected || a.verbose)
-        for (const auto& f : o.result.findings) print_finding(f);
-      if (a.verbose)
-        std::cout << "  graph before passes:\n" << o.result.graph_before << "  graph after passes:\n"
-                  << o.result.graph_after;
-      regressed = regressed || o.status == ReplayStatus::regression || o.status == ReplayStatus::changed;
-      fixed = fixed || o.status == ReplayStatus::fixed;
-    } catch (const InputError& e) {
-      std::cout << "INVALID  " << e.what() << "\n";
-      invalid = true;
+  auto report = [&](const std::string& file, const ReplayOutcome* o, const std::string& error) {
+    if (!o) {
+      std::cout << "INVALID  " << error << "\n";
+      return;
     }
-  }
-  if (invalid) return kBadInput;
-  if (regressed) return kFindings;
-  return fixed ? kKnownFixed : kOk;
+    std::cout << replay_status_name(o->status) << "  " << file << "  expect=" << o->expected
+              << " observed=" << o->observed << "\n";
+    if (o->status == ReplayStatus::fixed)
+      std::cout << "    this recorded failure now passes: set \"expect\" to \"pass\" if the fix is intended\n";
+    if (o->status != ReplayStatus::as_expected || a.verbose)
+      for (const auto& f : o->result.findings) print_finding(f);
+    if (a.verbose)
+      std::cout << "  graph before passes:\n" << o->result.graph_before << "  graph after passes:\n"
+                << o->result.graph_after;
+  };
+  ReplayTally t = replay_files(collect_corpus_files(a.paths), w.registry, *w.reference, limits,
+                               a.verbose, report);
+  if (t.invalid) return kBadInput;
+  if (t.regressed()) return kFindings;
+  return t.fixed ? kKnownFixed : kOk;
 }
 
 }  // namespace
