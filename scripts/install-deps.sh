@@ -3,7 +3,7 @@
 # Runs apt-get directly as root, through sudo otherwise.
 set -eu
 PACKAGES="cmake ninja-build g++ make libtorch-dev librapidcheck-dev libgtest-dev libgmock-dev \
-libeigen3-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev \
+libeigen3-dev nlohmann-json3-dev libcli11-dev \
 chromium libxml2-utils python3-torch"
 missing=""
 for p in $PACKAGES; do

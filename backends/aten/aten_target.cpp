@@ -16,7 +16,8 @@ const std::map<std::string, std::string>& mutant_table() {
       {"drop-scale", "the decomposition leaves out the sqrt(scale) multiplies"},
       {"causal-bottom-right", "the causal mask is aligned bottom-right (tril diagonal Lkv - Lq)"},
       {"gqa-modulo", "GQA maps query head h to kv head h % Hkv (tile instead of repeat_interleave)"},
-      {"softmax-no-max", "the portable _safe_softmax does not subtract the row max"}};
+      {"softmax-no-max", "the portable _safe_softmax does not subtract the row max"},
+      {"matmul-bf16-output", "the portable matmul rounds its result to bf16 (a sound rewrite on an inaccurate kernel)"}};
   return m;
 }
 

@@ -15,6 +15,7 @@ Mutant parse_mutant(const std::string& name) {
   if (name == "causal-bottom-right") return Mutant::causal_bottom_right;
   if (name == "gqa-modulo") return Mutant::gqa_modulo;
   if (name == "softmax-no-max") return Mutant::softmax_no_max;
+  if (name == "matmul-bf16-output") return Mutant::matmul_bf16_output;
   return Mutant::none;
 }
 

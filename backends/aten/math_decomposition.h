@@ -8,7 +8,7 @@
 namespace sdpa::aten {
 
 /// Deliberately wrong variants, for the self-tests that prove checks fail.
-enum class Mutant { none, drop_scale, causal_bottom_right, gqa_modulo, softmax_no_max };
+enum class Mutant { none, drop_scale, causal_bottom_right, gqa_modulo, softmax_no_max, matmul_bf16_output };
 Mutant parse_mutant(const std::string& name);
 
 class MathDecompositionPass : public Pass {

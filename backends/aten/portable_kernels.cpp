@@ -27,11 +27,22 @@ std::vector<Tensor> softmax_without_max(const KernelArgs& a) {
   return {r};
 }
 
+// The matmul result held in bf16 before it is stored in its own dtype.
+KernelFn rounding_to_bf16(KernelFn matmul) {
+  return [matmul](const KernelArgs& a) {
+    std::vector<Tensor> out = matmul(a);
+    for (double& x : out[0].data) x = round_to(out[0].dtype, round_to(DType::bf16, x));
+    return out;
+  };
+}
+
 }  // namespace
 
 KernelSet portable_kernels(Mutant mutant) {
   KernelSet k = make_reference_kernels("portable", Numerics::emulated);
   if (mutant == Mutant::softmax_no_max) k.add("aten._safe_softmax.default", softmax_without_max);
+  if (mutant == Mutant::matmul_bf16_output)
+    k.add("aten.matmul.default", rounding_to_bf16(*k.find("aten.matmul.default")));
   return k;
 }
 

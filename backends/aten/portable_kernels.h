@@ -7,7 +7,8 @@
 namespace sdpa::aten {
 
 /// With Mutant::softmax_no_max, _safe_softmax skips the max subtraction
-/// (a deliberately wrong kernel: exp overflows in f32 for large logits).
+/// (a deliberately wrong kernel: exp overflows in f32 for large logits);
+/// with Mutant::matmul_bf16_output, matmul rounds its result to bf16.
 KernelSet portable_kernels(Mutant mutant);
 
 }  // namespace sdpa::aten

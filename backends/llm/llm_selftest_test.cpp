@@ -100,6 +100,45 @@ TEST(LlmContract, NoUnsoundInvalidCrashOrUnexpectedError) {
   EXPECT_GT(r.verdicts["known-divergence"], 0);  // fully masked rows, counted apart
 }
 
+Case symbolic_lengths(std::vector<Assignment> runtime) {
+  Case c;
+  c.batch = {SymExpr(1)};
+  c.q_len = SymExpr::symbol("s0");
+  c.kv_len = SymExpr::symbol("s1");
+  c.symbols = {{"s0", {3, 1, 8}}, {"s1", {3, 1, 8}}};
+  c.runtime = std::move(runtime);
+  c.head_dim = c.value_dim = 4;
+  c.data.seed = 5;
+  return c;
+}
+
+// The completeness check: the contract keeps Lq == Lkv unproven; when
+// every runtime size tried has Lq == Lkv the forced rewrite is sound there
+// (missed-rewrite), and one size with Lq != Lkv makes it a right rejection.
+TEST(LlmContract, CompletenessTellsAMissedRewriteFromARightRejection) {
+  auto target = fixture().registry.make("llm", {{"guard", "contract"}});
+  Case equal = symbolic_lengths({{{"s0", 3}, {"s1", 3}}, {{"s0", 5}, {"s1", 5}}});
+  EXPECT_EQ(run_case(*target, *fixture().reference, equal).verdict, Verdict::missed_rewrite);
+  Case unequal = symbolic_lengths({{{"s0", 3}, {"s1", 3}}, {{"s0", 2}, {"s1", 5}}});
+  EXPECT_EQ(run_case(*target, *fixture().reference, unequal).verdict, Verdict::rejected);
+}
+
+// The invariant check: the upstream rewrite of a call with E != Ev returns
+// [B, H, Lq, E] where the original returns [B, H, Lq, Ev].
+TEST(LlmUpstream, OutputShapeInvariantCatchesEDifferentFromEv) {
+  auto target = fixture().registry.make("llm", {{"guard", "upstream"}});
+  Case c = symbolic_lengths({{{"s0", 3}, {"s1", 3}}});
+  c.kv_len = c.q_len;
+  c.symbols.erase("s1");
+  c.runtime = {{{"s0", 3}}};
+  c.value_dim = 2;
+  CaseResult r = run_case(*target, *fixture().reference, c);
+  bool invariant = false;
+  for (const auto& f : r.findings) invariant = invariant || f.verdict == Verdict::broken_invariant;
+  EXPECT_TRUE(invariant);
+  EXPECT_EQ(r.verdict, Verdict::invalid_rewrite);  // custom_sdpa refuses it first
+}
+
 struct Weakening {
   std::string rule;
   std::function<bool(const Finding&)> caught;
