@@ -1,10 +1,11 @@
 #pragma once
-#include "harness/target.h"
+#include "harness/check/target.h"
 
 namespace sdpa {
 
-/// Registers every built-in target. A new target is a folder under
-/// backends/ and one line in all_targets.cpp.
+/// Registers every built-in target. Generated from the folder list in
+/// backends/CMakeLists.txt: a new target is a folder under backends/ with its
+/// own CMakeLists.txt (sdpa_add_target) and one line in that list.
 void register_all_targets(TargetRegistry& registry);
 
 }  // namespace sdpa

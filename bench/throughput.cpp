@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "harness/cli/wiring.h"
+#include "cli/wiring.h"
 
 using namespace sdpa;
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/case.h"
+#include "harness/case/case.h"
 
 namespace sdpa {
 

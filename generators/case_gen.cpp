@@ -8,8 +8,8 @@
 #include "generators/mask_gen.h"
 #include "generators/scalar_gen.h"
 #include "generators/shape_gen.h"
-#include "harness/case_json.h"
-#include "harness/case_validate.h"
+#include "harness/case/case_json.h"
+#include "harness/case/case_validate.h"
 
 namespace sdpa {
 namespace {

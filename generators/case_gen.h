@@ -5,8 +5,8 @@
 #include <ostream>
 
 #include "generators/gen_policy.h"
-#include "harness/case.h"
-#include "harness/case_space.h"
+#include "harness/case/case.h"
+#include "harness/case/case_space.h"
 
 namespace sdpa {
 

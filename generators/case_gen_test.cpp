@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "harness/case_json.h"
-#include "harness/case_validate.h"
+#include "harness/case/case_json.h"
+#include "harness/case/case_validate.h"
 
 namespace sdpa {
 namespace {

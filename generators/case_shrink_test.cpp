@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "generators/case_gen.h"
-#include "harness/case_json.h"
+#include "harness/case/case_json.h"
 
 namespace sdpa {
 namespace {

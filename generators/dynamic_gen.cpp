@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "generators/draws.h"
-#include "harness/case_validate.h"
+#include "harness/case/case_validate.h"
 
 namespace sdpa {
 namespace {

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "harness/case.h"
-#include "harness/dtype.h"
+#include "harness/case/case.h"
+#include "harness/ir/dtype.h"
 
 namespace sdpa {
 

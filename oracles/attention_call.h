@@ -5,8 +5,8 @@
 /// the error model. Header-only Eigen: the LibTorch oracle does not use it.
 #include <Eigen/Dense>
 
-#include "harness/case.h"
-#include "harness/tensor_data.h"
+#include "harness/case/case.h"
+#include "harness/case/tensor_data.h"
 
 namespace sdpa {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/reference.h"
+#include "harness/check/reference.h"
 
 namespace sdpa {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "harness/case_validate.h"
+#include "harness/case/case_validate.h"
 #include "oracles/eigen_oracle.h"
 #include "oracles/error_model.h"
 #include "oracles/oracle_test_support.h"

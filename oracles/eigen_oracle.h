@@ -1,7 +1,7 @@
 #pragma once
 /// The Eigen oracle: what the original aten SDPA call means, computed in
 /// long double with naive, max-subtracted softmax (NUMERICS.md, "Oracles").
-#include "harness/reference.h"
+#include "harness/check/reference.h"
 
 namespace sdpa {
 

@@ -1,7 +1,7 @@
 #pragma once
 /// The error model (NUMERICS.md, "Error model"): how far a kernel computing
 /// the call in a given dtype may stray from the golden output, per row.
-#include "harness/reference.h"
+#include "harness/check/reference.h"
 
 namespace sdpa {
 

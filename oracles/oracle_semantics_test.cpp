@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness/tensor_data.h"
+#include "harness/case/tensor_data.h"
 #include "oracles/oracle_test_support.h"
 
 namespace sdpa::test {

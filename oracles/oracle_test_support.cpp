@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "harness/kernel_set.h"
+#include "harness/ir/kernel_set.h"
 
 namespace sdpa::test {
 

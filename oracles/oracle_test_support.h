@@ -7,8 +7,8 @@
 #include <ostream>
 #include <string>
 
-#include "harness/kernels/reference_kernels.h"
-#include "harness/reference.h"
+#include "harness/ir/kernels/reference_kernels.h"
+#include "harness/check/reference.h"
 #include "oracles/dual_oracle.h"
 
 namespace sdpa::test {

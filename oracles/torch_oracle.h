@@ -2,7 +2,7 @@
 /// The LibTorch oracle: what the original aten SDPA call means, composed
 /// from float64 ATen ops the way PyTorch's math path composes it
 /// (NUMERICS.md, "Oracles"). ATen stays inside torch_oracle.cpp.
-#include "harness/reference.h"
+#include "harness/check/reference.h"
 
 namespace sdpa {
 

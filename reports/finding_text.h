@@ -3,7 +3,7 @@
 /// block shared by the JUnit file and the HTML page.
 #include <string>
 
-#include "harness/campaign.h"
+#include "harness/campaign/campaign.h"
 
 namespace sdpa {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/gate.h"
+#include "harness/campaign/gate.h"
 
 namespace sdpa {
 

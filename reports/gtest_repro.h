@@ -4,7 +4,7 @@
 /// registered target with the dual oracle and expects the recorded verdict.
 #include <string>
 
-#include "harness/corpus.h"
+#include "harness/io/corpus.h"
 
 namespace sdpa {
 

@@ -5,8 +5,8 @@
 #include <iomanip>
 #include <sstream>
 
-#include "harness/corpus.h"
-#include "harness/atomic_write.h"
+#include "harness/io/corpus.h"
+#include "harness/io/atomic_write.h"
 #include "reports/html_findings.h"
 #include "reports/html_sections.h"
 #include "reports/markup.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/campaign.h"
+#include "harness/campaign/campaign.h"
 #include "reports/campaign_stats.h"
 #include "reports/run_summary.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/campaign.h"
+#include "harness/campaign/campaign.h"
 #include "reports/campaign_stats.h"
 
 namespace sdpa {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "harness/atomic_write.h"
+#include "harness/io/atomic_write.h"
 #include "reports/finding_text.h"
 #include "reports/markup.h"
 

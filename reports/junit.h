@@ -1,10 +1,10 @@
 #pragma once
 /// JUnit XML for a campaign (schema: reports/junit.xsd), for CI test views:
-/// a <testsuite> per target, a <testcase> per check (harness/verdict.h).
+/// a <testsuite> per target, a <testcase> per check (harness/check/verdict.h).
 #include <string>
 #include <vector>
 
-#include "harness/campaign.h"
+#include "harness/campaign/campaign.h"
 #include "reports/run_summary.h"
 
 namespace sdpa {

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "harness/tensor_data.h"
+#include "harness/case/tensor_data.h"
 
 namespace sdpa {
 namespace {
@@ -57,7 +57,7 @@ def as_tensor(values, shape, dtype):
     return torch.tensor([round_to(dtype, x) for x in values], dtype=torch.float64).reshape(shape).to(dtype)
 
 
-# --- The case's tensors (sdpacheck harness/tensor_data.cpp) ---
+# --- The case's tensors (sdpacheck harness/case/tensor_data.cpp) ---
 def llround(x):  # C's llround: halfway cases away from zero
     a = abs(x)
     n = math.floor(a)

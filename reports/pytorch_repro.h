@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/corpus.h"
-#include "harness/reference.h"
+#include "harness/io/corpus.h"
+#include "harness/check/reference.h"
 
 namespace sdpa {
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "harness/tensor_data.h"
+#include "harness/case/tensor_data.h"
 #include "oracles/dual_oracle.h"
 #include "reports/pytorch_repro.h"
 

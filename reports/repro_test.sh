@@ -51,7 +51,7 @@ sys.exit('embedded entry differs') if json.loads(embedded) != json.load(open('$P
 check both-flags 2 "expected exactly one of --pytorch or --gtest" "$BIN" repro "$PASS" --pytorch --gtest
 check no-flag 2 "expected exactly one of --pytorch or --gtest" "$BIN" repro "$PASS"
 check invalid-file 2 "unknown_field.json.*case.kv_head: unknown field" \
-  "$BIN" repro "$SRC/harness/cli/testdata/invalid/unknown_field.json" --pytorch
+  "$BIN" repro "$SRC/cli/testdata/invalid/unknown_field.json" --pytorch
 
 [ "$failures" = 0 ] && echo "all repro checks passed" || echo "$failures repro checks failed"
 [ "$failures" = 0 ]

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "harness/case_json.h"
-#include "harness/corpus.h"
-#include "harness/atomic_write.h"
+#include "harness/case/case_json.h"
+#include "harness/io/corpus.h"
+#include "harness/io/atomic_write.h"
 
 namespace sdpa {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/campaign.h"
+#include "harness/campaign/campaign.h"
 
 namespace sdpa {
 

@@ -5,8 +5,8 @@
 
 #include "backends/aten/aten_target.h"
 #include "generators/case_gen.h"
-#include "harness/campaign.h"
-#include "harness/case_validate.h"
+#include "harness/campaign/campaign.h"
+#include "harness/case/case_validate.h"
 #include "oracles/dual_oracle.h"
 #include "reports/run_summary.h"
 

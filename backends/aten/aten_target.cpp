@@ -4,7 +4,7 @@
 #include "backends/aten/math_decomposition.h"
 #include "backends/aten/portable_kernels.h"
 #include "backends/common/sdpa_entry.h"
-#include "harness/kernels/reference_kernels.h"
+#include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::aten {
 namespace {

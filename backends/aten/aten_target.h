@@ -3,7 +3,7 @@
 /// run on LibTorch's ATen kernels and on naive portable kernels.
 #include <memory>
 
-#include "harness/target.h"
+#include "harness/check/target.h"
 
 namespace sdpa::aten {
 

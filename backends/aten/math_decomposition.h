@@ -3,7 +3,7 @@
 /// (aten._scaled_dot_product_attention_math): the aten target's one pass.
 #include <string>
 
-#include "harness/target.h"
+#include "harness/check/target.h"
 
 namespace sdpa::aten {
 

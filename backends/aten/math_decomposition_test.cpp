@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "backends/common/sdpa_entry.h"
-#include "harness/graph_printer.h"
-#include "harness/graph_verify.h"
-#include "harness/interpreter.h"
-#include "harness/kernels/reference_kernels.h"
+#include "harness/ir/graph_printer.h"
+#include "harness/ir/graph_verify.h"
+#include "harness/ir/interpreter.h"
+#include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::aten {
 namespace {

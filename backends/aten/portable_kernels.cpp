@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "harness/kernels/reference_kernels.h"
+#include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::aten {
 namespace {

@@ -2,7 +2,7 @@
 /// Kernel set `portable`: naive kernels in the case dtype, f16 and bf16
 /// emulated exactly (round after each op, accumulate in f32).
 #include "backends/aten/math_decomposition.h"
-#include "harness/kernel_set.h"
+#include "harness/ir/kernel_set.h"
 
 namespace sdpa::aten {
 

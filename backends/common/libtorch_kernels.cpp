@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "harness/tensor_data.h"
+#include "harness/case/tensor_data.h"
 
 namespace sdpa {
 namespace {

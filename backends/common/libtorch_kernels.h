@@ -1,7 +1,7 @@
 #pragma once
 /// Kernel set `libtorch`: each op computed by the real ATen op of the
 /// Debian LibTorch build (1.13, CPU), in the tensor's own dtype.
-#include "harness/kernel_set.h"
+#include "harness/ir/kernel_set.h"
 
 namespace sdpa {
 

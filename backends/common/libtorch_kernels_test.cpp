@@ -6,8 +6,8 @@
 
 #include "backends/aten/math_decomposition.h"
 #include "backends/common/sdpa_entry.h"
-#include "harness/interpreter.h"
-#include "harness/kernels/reference_kernels.h"
+#include "harness/ir/interpreter.h"
+#include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa {
 namespace {

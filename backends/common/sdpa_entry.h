@@ -2,8 +2,8 @@
 /// The entry form export produces for a plain call: placeholders q, k, v
 /// (and attn_mask) in the case layout, transposed to [..., H, L, D] when the
 /// case is bshd, and one aten.scaled_dot_product_attention.default node.
-#include "harness/case.h"
-#include "harness/graph.h"
+#include "harness/case/case.h"
+#include "harness/ir/graph.h"
 
 namespace sdpa {
 

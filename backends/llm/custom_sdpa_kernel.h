@@ -1,8 +1,8 @@
 #pragma once
 /// A model of ExecuTorch's llama::custom_sdpa CPU kernel (op_sdpa.cpp and
 /// op_sdpa_impl.h at executorch main cff6f4dd32), semantics/llm-and-cuda.md §1.
-#include "harness/kernel_set.h"
-#include "harness/kernels/reference_kernels.h"
+#include "harness/ir/kernel_set.h"
+#include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::llm {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "harness/interpreter.h"
+#include "harness/ir/interpreter.h"
 
 namespace sdpa::llm {
 namespace {

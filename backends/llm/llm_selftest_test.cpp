@@ -7,8 +7,8 @@
 
 #include "backends/all_targets.h"
 #include "generators/case_gen.h"
-#include "harness/campaign.h"
-#include "harness/replay.h"
+#include "harness/campaign/campaign.h"
+#include "harness/campaign/replay.h"
 #include "oracles/dual_oracle.h"
 #include "reports/run_summary.h"
 

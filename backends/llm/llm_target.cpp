@@ -4,8 +4,8 @@
 #include "backends/common/sdpa_entry.h"
 #include "backends/llm/custom_sdpa_kernel.h"
 #include "backends/llm/replace_sdpa_pass.h"
-#include "harness/graph_printer.h"
-#include "harness/kernels/reference_kernels.h"
+#include "harness/ir/graph_printer.h"
+#include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::llm {
 namespace {

@@ -3,7 +3,7 @@
 /// llama.custom_sdpa, under the `upstream` and `contract` guard policies.
 #include <memory>
 
-#include "harness/target.h"
+#include "harness/check/target.h"
 
 namespace sdpa::llm {
 

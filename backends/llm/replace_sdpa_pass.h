@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backends/common/sdpa_entry.h"
-#include "harness/target.h"
+#include "harness/check/target.h"
 
 namespace sdpa::llm {
 

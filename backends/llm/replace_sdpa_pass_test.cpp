@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "backends/llm/custom_sdpa_kernel.h"
-#include "harness/graph_printer.h"
-#include "harness/graph_verify.h"
+#include "harness/ir/graph_printer.h"
+#include "harness/ir/graph_verify.h"
 
 namespace sdpa::llm {
 namespace {

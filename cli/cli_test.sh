@@ -1,0 +1,89 @@
+#!/bin/bash
+# End-to-end tests of the sdpacheck binary: commands, exit codes, error
+# messages on the deliberately invalid files in testdata/invalid.
+# Usage: cli_test.sh SDPACHECK TESTDATA_DIR
+set -u
+BIN=$1
+DATA=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+check() {  # check NAME WANT_RC WANT_TEXT CMD...
+  local name=$1 want_rc=$2 want_text=$3
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" != "$want_rc" ]; then
+    echo "FAIL $name: exit $rc, expected $want_rc"; echo "$out" | head -20; failures=$((failures + 1)); return
+  fi
+  if [ -n "$want_text" ] && ! grep -qF -- "$want_text" <<<"$out"; then
+    echo "FAIL $name: output lacks '$want_text'"; echo "$out" | head -20; failures=$((failures + 1)); return
+  fi
+  echo "ok   $name"
+}
+
+check help 0 "replay" "$BIN" --help
+check fuzz-help 0 "--cases" "$BIN" fuzz --help
+check list 0 "target aten" "$BIN" list
+check fuzz-runs 0 "run summary" "$BIN" fuzz --cases 40 --no-corpus --run-dir "$TMP/a"
+check run-json-written 0 '"targets"' cat "$TMP/a/run.json"
+"$BIN" fuzz --cases 60 --seed 5 --no-corpus --no-timing --run-dir "$TMP/b1" >/dev/null
+"$BIN" fuzz --cases 60 --seed 5 --no-corpus --no-timing --run-dir "$TMP/b2" >/dev/null
+check same-seed-same-run-json 0 "" cmp "$TMP/b1/run.json" "$TMP/b2/run.json"
+check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
+check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose
+check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard
+check scoped-option 0 "run summary" "$BIN" fuzz --cases 20 --option llm.guard=upstream --no-corpus --run-dir "$TMP/s"
+check scoped-option-unknown 2 "option 'mutant' is not an option of target llm" "$BIN" fuzz --cases 5 --option llm.mutant=drop-scale
+check unknown-target 2 "unknown target 'nope'" "$BIN" fuzz --cases 5 --target nope
+check bad-shard 2 "--shard '3/2'" "$BIN" fuzz --cases 5 --shard 3/2
+check bad-cases 2 "--cases" "$BIN" fuzz --cases -3
+check unwritable-run-dir 2 "--run-dir: cannot create folder" "$BIN" fuzz --cases 5 --run-dir /proc/none --no-corpus
+check missing-path 2 "no such file or folder" "$BIN" replay "$TMP/none.json"
+check valid-entry 0 "ok  " "$BIN" replay "$DATA/valid_gqa_dynamic.json"
+check invalid-unknown-field 2 "case.kv_head: unknown field" "$BIN" replay "$DATA/invalid/unknown_field.json"
+check invalid-unknown-option 2 "option 'gaurd' is not an option of target aten" "$BIN" replay "$DATA/invalid/unknown_option.json"
+check invalid-runtime 2 "case.runtime[1].s0: value 100 is outside the symbol's range [2, 64]" "$BIN" replay "$DATA/invalid/runtime_out_of_range.json"
+check invalid-heads 2 "case.kv_heads: with enable_gqa" "$BIN" replay "$DATA/invalid/heads_do_not_divide.json"
+check invalid-mask 2 "case.mask.shape[0]" "$BIN" replay "$DATA/invalid/mask_does_not_broadcast.json"
+check invalid-size 2 "exceeds the size limit" "$BIN" replay "$DATA/invalid/over_size_limit.json"
+check invalid-target 2 "unknown target 'nosuch'" "$BIN" replay "$DATA/invalid/unknown_target.json"
+check invalid-json 2 "not valid JSON" "$BIN" replay "$DATA/invalid/not_json.json"
+check invalid-folder-keeps-going 2 "ok  " "$BIN" replay "$DATA"
+check size-limit-option 2 "elements, the limit is 10" "$BIN" replay --max-elements 10 "$DATA/valid_gqa_dynamic.json"
+
+# A mutant's finding is written, replays as expected, and the expectations
+# behave: a wrong `expect` is a regression, a fixed bug says so.
+check mutant-found 0 "unsound-rewrite" "$BIN" fuzz --target aten --cases 300 --option mutant=drop-scale --corpus "$TMP/corpus" --run-dir "$TMP/m"
+FILE=$(ls "$TMP"/corpus/aten/aten-unsound-rewrite-*.json | head -1)
+check mutant-replays 0 "expect=unsound-rewrite observed=unsound-rewrite" "$BIN" replay "$FILE"
+sed 's/"expect": "unsound-rewrite"/"expect": "pass"/' "$FILE" >"$TMP/regression.json"
+check regression-exit-1 1 "REGRESSION" "$BIN" replay "$TMP/regression.json"
+sed 's/"mutant": "drop-scale"/"mutant": "none"/' "$FILE" >"$TMP/fixed.json"
+check fixed-exit-3 3 "now passes" "$BIN" replay "$TMP/fixed.json"
+check fail-on-finding 1 "" "$BIN" fuzz --target aten --cases 300 --option mutant=drop-scale --no-corpus --run-dir "$TMP/m2" --fail-on-finding
+
+# explain names the diverging node and the violated fact in its first lines.
+UPSTREAM_FILE=$(grep -l '"unsound-rewrite"' "$DATA"/../../corpus/llm/llm-unsound-rewrite-*.json | xargs grep -l '"dropout_p": 0.0' | head -1)
+explain_head() { "$BIN" explain "$UPSTREAM_FILE" | head -6; }
+check explain-node 0 "diverging node: %custom_sdpa (llama.custom_sdpa.default)" explain_head
+check explain-fact 0 "violated fact: unmasked-lengths" explain_head
+check explain-sections 0 "== Node by node" "$BIN" explain "$UPSTREAM_FILE"
+check explain-invalid 2 "case.kv_head: unknown field" "$BIN" explain "$DATA/invalid/unknown_field.json"
+
+# gate: upstream -> contract misses some rewrites (fails unless allowed);
+# contract -> upstream is newly unsound; a kept decisions file gates itself.
+GATE="$BIN gate --target llm --cases 200 --smoke 30 --corpus $TMP/no-corpus"
+check gate-missed 1 "newly missed" $GATE --base guard=upstream --head guard=contract --out "$TMP/g1"
+check gate-allow-missed 0 "Gate passed" $GATE --base guard=upstream --head guard=contract --allow-missed --out "$TMP/g2"
+check gate-unsound 1 "newly unsound" $GATE --base guard=contract --head guard=upstream --out "$TMP/g3"
+check gate-json 0 '"passed": false' cat "$TMP/g3/gate.json"
+check gate-case-replays 0 "ok  " "$BIN" replay "$TMP/g3/cases/newly-unsound.json"
+check gate-record 0 "Gate passed" $GATE --base guard=contract --head guard=contract --record "$TMP/decisions.json" --out "$TMP/g4"
+check gate-against 0 "Gate passed" $GATE --head guard=contract --against "$TMP/decisions.json" --out "$TMP/g5"
+check gate-against-regress 1 "newly unsound" $GATE --head guard=upstream --against "$TMP/decisions.json" --out "$TMP/g6"
+check gate-bad-file 2 "not valid JSON" $GATE --head guard=contract --against "$DATA/invalid/not_json.json"
+
+[ "$failures" = 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

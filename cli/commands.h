@@ -1,0 +1,25 @@
+#pragma once
+/// The sdpacheck subcommands. Each registers its options on the CLI11 app
+/// and returns the process exit code when run.
+#include <CLI/CLI.hpp>
+
+#include "cli/wiring.h"
+
+namespace sdpa::cli {
+
+/// Exit codes shared by the commands (README "Exit codes").
+enum ExitCode {
+  kOk = 0,
+  kFindings = 1,     // fuzz --fail-on-finding found failures; replay saw a regression
+  kBadInput = 2,     // a usage error or an invalid input file
+  kKnownFixed = 3,   // replay: a recorded failure now passes (update `expect`)
+};
+
+void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_replay_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_list_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_explain_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_gate_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_repro_command(CLI::App& app, Wiring& w, int& exit_code);
+
+}  // namespace sdpa::cli

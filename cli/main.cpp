@@ -1,0 +1,34 @@
+// sdpacheck: differential testing of SDPA rewrites (README.md).
+#include <iostream>
+
+#include "cli/commands.h"
+#include "harness/io/json_reader.h"
+
+int main(int argc, char** argv) {
+  using namespace sdpa::cli;
+  CLI::App app{"sdpacheck: differential testing and verification of SDPA rewrites"};
+  app.require_subcommand(1);
+  Wiring w = make_wiring();
+  int exit_code = kOk;
+  add_fuzz_command(app, w, exit_code);
+  add_replay_command(app, w, exit_code);
+  add_list_command(app, w, exit_code);
+  add_explain_command(app, w, exit_code);
+  add_gate_command(app, w, exit_code);
+  add_repro_command(app, w, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kOk : kBadInput;
+  } catch (const sdpa::InputError& e) {
+    std::cerr << "sdpacheck: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const std::exception& e) {
+    // A file that cannot be written, a folder that cannot be read: no case
+    // result is lost (findings are written as they are found).
+    std::cerr << "sdpacheck: could not complete: " << e.what() << "\n";
+    return kBadInput;
+  }
+  return exit_code;
+}

@@ -1,0 +1,68 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "harness/io/json_reader.h"
+#include "harness/campaign/replay.h"
+
+namespace sdpa::cli {
+namespace {
+
+struct ReplayArgs {
+  std::vector<std::string> paths;
+  bool verbose = false;
+  int64_t max_elements = SizeLimits{}.max_tensor_elements;
+  int64_t max_dim = SizeLimits{}.max_dim;
+};
+
+void print_finding(const Finding& f) {
+  std::cout << "    " << verdict_name(f.verdict) << " [" << check_name(f.check) << "]"
+            << (f.kernel_set.empty() ? "" : " kernels=" + f.kernel_set) << ": " << f.detail << "\n";
+  if (f.error != 0.0 || f.bound != 0.0)
+    std::cout << "    error " << f.error << " (" << f.error_ulps << " ulp) > bound " << f.bound << "\n";
+  if (!f.first_node.empty()) std::cout << "    first diverging node: " << f.first_node << "\n";
+  for (const auto& a : f.violated_assumptions) std::cout << "    violated assumption: " << a << "\n";
+}
+
+int run_replay(const ReplayArgs& a, Wiring& w) {
+  SizeLimits limits;
+  limits.max_tensor_elements = a.max_elements;
+  limits.max_dim = a.max_dim;
+  auto report = [&](const std::string& file, const ReplayOutcome* o, const std::string& error) {
+    if (!o) {
+      std::cout << "INVALID  " << error << "\n";
+      return;
+    }
+    std::cout << replay_status_name(o->status) << "  " << file << "  expect=" << o->expected
+              << " observed=" << o->observed << "\n";
+    if (o->status == ReplayStatus::fixed)
+      std::cout << "    this recorded failure now passes: set \"expect\" to \"pass\" if the fix is intended\n";
+    if (o->status != ReplayStatus::as_expected || a.verbose)
+      for (const auto& f : o->result.findings) print_finding(f);
+    if (a.verbose)
+      std::cout << "  graph before passes:\n" << o->result.graph_before << "  graph after passes:\n"
+                << o->result.graph_after;
+  };
+  ReplayTally t = replay_files(collect_corpus_files(a.paths), w.registry, *w.reference, limits,
+                               a.verbose, report);
+  if (t.invalid) return kBadInput;
+  if (t.regressed()) return kFindings;
+  return t.fixed ? kKnownFixed : kOk;
+}
+
+}  // namespace
+
+void add_replay_command(CLI::App& app, Wiring& w, int& exit_code) {
+  auto* args = new ReplayArgs();
+  CLI::App* cmd = app.add_subcommand(
+      "replay",
+      "replay corpus files and check each observed verdict against its `expect`.\n"
+      "Exit 0: all as expected; 1: a regression or a changed verdict; 2: an invalid file;\n"
+      "3: a recorded failure now passes (update its `expect`).");
+  cmd->add_option("paths", args->paths, "corpus files or folders (searched for *.json)")->required();
+  cmd->add_flag("-v,--verbose", args->verbose, "print every finding and the graphs before and after the passes");
+  cmd->add_option("--max-elements", args->max_elements, "refuse cases with a tensor larger than this")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-dim", args->max_dim, "refuse cases with a size larger than this")->check(CLI::PositiveNumber);
+  cmd->callback([args, &w, &exit_code] { exit_code = run_replay(*args, w); });
+}
+
+}  // namespace sdpa::cli

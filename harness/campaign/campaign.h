@@ -1,0 +1,70 @@
+#pragma once
+/// A fuzzing campaign: RapidCheck-generated cases per target, checked,
+/// failures shrunk to a minimal case and written to the corpus.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <rapidcheck.h>
+
+#include "harness/check/check.h"
+#include "harness/io/corpus.h"
+#include "harness/check/target.h"
+
+namespace sdpa {
+
+/// Makes the case generator for a target's case space (generators/ provides it).
+using CaseGeneratorFactory = std::function<rc::Gen<Case>(const CaseSpace&)>;
+
+struct CampaignOptions {
+  uint64_t seed = 1;
+  int64_t cases = 1000;        // per target; the global iteration count
+  double time_limit = 0.0;     // seconds per target; 0: none
+  int max_size = 100;          // RapidCheck size cycles 0..max_size
+  int shard = 0, shards = 1;   // this process runs iterations i with i % shards == shard
+  std::string corpus_dir;      // empty: do not write findings
+  int max_shrink_steps = 500;  // case evaluations spent shrinking one failure
+  bool record_warnings = false;  // also shrink and write missed-rewrite
+  int64_t stop_after = 0;        // stop a target after this many distinct findings; 0: never
+  CheckOptions check;
+  std::function<void(const std::string&)> progress;  // called about twice a second
+  /// Called with every generated case and its result (not shrink steps).
+  std::function<void(const Case&, const CaseResult&)> on_case;
+};
+
+struct WrittenFinding {
+  std::string verdict, check, signature, file, summary;
+  int64_t iteration = 0;
+  int shrink_steps = 0;
+  Case shrunk;
+  Finding finding;
+  std::string graph_before, graph_after;  // the shrunk case's graphs, printed
+};
+
+struct TargetRun {
+  std::string target;
+  Options options;
+  int64_t cases = 0;
+  std::map<std::string, int64_t> verdicts;  // verdict name -> cases
+  std::map<std::string, int64_t> guard_rules;  // deciding rule -> decisions
+  std::map<std::string, int64_t> missed_rules;  // deciding rule -> missed-rewrite cases
+  std::vector<WrittenFinding> findings;      // one per distinct signature
+  int64_t duplicates = 0;  // failures whose signature was already found
+  Timing timing;
+  double seconds = 0.0;
+};
+
+/// Per-case seed: a hash of (campaign seed, target, global iteration), so
+/// cases do not depend on the shard count.
+uint64_t case_seed(uint64_t campaign_seed, const std::string& target, int64_t iteration);
+
+TargetRun run_target_campaign(const Target& target, const ReferenceModel& reference,
+                              const CaseGeneratorFactory& generators, const CampaignOptions& options);
+
+/// Shrinks `failing` while `still_fails` holds, depth-first over RapidCheck's
+/// shrink tree; returns the smallest case found and the steps taken.
+std::pair<Case, int> shrink_case(const rc::Shrinkable<Case>& failing,
+                                 const std::function<bool(const Case&)>& still_fails, int max_steps);
+
+}  // namespace sdpa

@@ -1,0 +1,72 @@
+#pragma once
+/// Gating a change to a rewrite guard: record guard decisions over a
+/// deterministic sample of cases, compare two policies (or a policy against
+/// a kept decisions file), and sort each changed decision into a class.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/campaign/campaign.h"
+#include "harness/case/case.h"
+#include "harness/check/target.h"
+
+namespace sdpa {
+
+inline constexpr const char* kDecisionsFormat = "sdpacheck.decisions.v1";
+
+/// One case's guard outcome under one policy.
+struct GateDecision {
+  int64_t index = 0;       // position in the sample
+  Case c;
+  bool rewrite = false;    // the guard rewrote every node it matched
+  std::string rule;        // the deciding rule of the first kept node, or "accept"
+  bool sound = false;      // the rewrite (forced where the guard kept) is sound at every size tried
+  std::string verdict;     // the case's verdict under the policy
+  bool unsound() const { return rewrite && !sound; }
+  bool missed() const { return !rewrite && sound; }
+};
+
+struct DecisionsFile {
+  std::string target;
+  Options options;
+  uint64_t seed = 1;
+  int max_size = 100;
+  std::vector<GateDecision> decisions;
+};
+
+/// The decisions of `target` on cases drawn like a campaign's (same seeds
+/// and sizes), so two policies see the same sample.
+DecisionsFile record_decisions(const Target& target, const ReferenceModel& reference,
+                               const CaseGeneratorFactory& generators, uint64_t seed, int64_t cases,
+                               int max_size);
+/// The decisions of `target` on the cases of an existing file.
+DecisionsFile record_decisions_on(const Target& target, const ReferenceModel& reference,
+                                  const DecisionsFile& sample);
+
+nlohmann::json decisions_to_json(const DecisionsFile& d);
+/// Strict: names the file and field on error (InputError).
+DecisionsFile decisions_from_json(const nlohmann::json& j, const std::string& source);
+DecisionsFile read_decisions_file(const std::string& path);
+
+enum class GateClass { newly_unsound, newly_missed, unsound_fixed, newly_rewritten_sound };
+const char* gate_class_name(GateClass c);
+std::vector<GateClass> gate_classes();
+
+struct GateChange {
+  GateDecision base, head;
+};
+
+struct GateComparison {
+  std::map<GateClass, std::vector<GateChange>> changes;
+  int64_t cases = 0, unchanged = 0, still_unsound = 0, still_missed = 0;
+};
+
+/// Pairs decisions by sample index; throws InputError when the samples differ.
+GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile& head);
+
+/// The change of a class with the smallest case (fewest q, k, v elements).
+const GateChange* smallest(const std::vector<GateChange>& changes);
+
+}  // namespace sdpa

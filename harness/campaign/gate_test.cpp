@@ -1,0 +1,77 @@
+#include "harness/campaign/gate.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/io/json_reader.h"
+
+namespace sdpa {
+namespace {
+
+GateDecision decision(int64_t index, bool rewrite, bool sound, int64_t lkv = 4) {
+  GateDecision d;
+  d.index = index;
+  d.c.q_len = 2;
+  d.c.kv_len = lkv;
+  d.rewrite = rewrite;
+  d.sound = sound;
+  d.rule = rewrite ? "accept" : "unmasked-lengths";
+  d.verdict = rewrite ? (sound ? "pass" : "unsound-rewrite") : (sound ? "missed-rewrite" : "rejected");
+  return d;
+}
+
+DecisionsFile file(std::vector<GateDecision> d) {
+  DecisionsFile f;
+  f.target = "llm";
+  f.options = {{"guard", "contract"}};
+  f.decisions = std::move(d);
+  return f;
+}
+
+TEST(Gate, SortsEachChangedDecisionIntoItsClass) {
+  // index: base -> head
+  DecisionsFile base = file({decision(0, true, true),     // 0: sound rewrite -> unsound: newly unsound
+                             decision(1, true, false),    // 1: unsound -> kept: unsound fixed
+                             decision(2, true, true),     // 2: sound rewrite -> kept, sound: newly missed
+                             decision(3, false, false),   // 3: kept -> sound rewrite: newly rewritten
+                             decision(4, true, false),    // 4: unsound in both
+                             decision(5, false, true)});  // 5: missed in both
+  DecisionsFile head = file({decision(0, true, false), decision(1, false, false), decision(2, false, true),
+                             decision(3, true, true), decision(4, true, false), decision(5, false, true)});
+  GateComparison c = compare_decisions(base, head);
+  EXPECT_EQ(c.changes[GateClass::newly_unsound].size(), 1u);
+  EXPECT_EQ(c.changes[GateClass::unsound_fixed].size(), 1u);
+  EXPECT_EQ(c.changes[GateClass::newly_missed].size(), 1u);
+  EXPECT_EQ(c.changes[GateClass::newly_rewritten_sound].size(), 1u);
+  EXPECT_EQ(c.changes[GateClass::newly_missed][0].head.index, 2);
+  EXPECT_EQ(c.unchanged, 2);
+  EXPECT_EQ(c.still_unsound, 1);
+  EXPECT_EQ(c.still_missed, 1);
+}
+
+TEST(Gate, SmallestCaseOfAClass) {
+  std::vector<GateChange> changes{{decision(0, true, true, 9), decision(0, false, true, 9)},
+                                  {decision(1, true, true, 3), decision(1, false, true, 3)}};
+  EXPECT_EQ(smallest(changes)->head.index, 1);
+  EXPECT_EQ(smallest({}), nullptr);
+}
+
+TEST(Gate, SamplesMustMatch) {
+  EXPECT_THROW(compare_decisions(file({decision(0, true, true)}), file({})), InputError);
+  EXPECT_THROW(compare_decisions(file({decision(0, true, true, 4)}), file({decision(0, true, true, 5)})), InputError);
+}
+
+TEST(Gate, DecisionsFileRoundTripsAndRejectsTypos) {
+  DecisionsFile f = file({decision(0, true, true), decision(1, false, true)});
+  nlohmann::json j = decisions_to_json(f);
+  EXPECT_EQ(decisions_to_json(decisions_from_json(j, "d.json")), j);
+  j["decisions"][1]["sond"] = true;
+  try {
+    decisions_from_json(j, "d.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "d.json: decisions[1].sond: unknown field");
+  }
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,118 @@
+#include "harness/case/case.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace sdpa {
+namespace {
+
+template <typename E, size_t N>
+std::optional<E> parse_named(const std::string& s, const std::pair<E, const char*> (&table)[N]) {
+  for (const auto& [value, name] : table)
+    if (s == name) return value;
+  return std::nullopt;
+}
+
+template <typename E, size_t N>
+const char* name_of(E v, const std::pair<E, const char*> (&table)[N]) {
+  for (const auto& [value, name] : table)
+    if (v == value) return name;
+  return "?";
+}
+
+const std::pair<Layout, const char*> kLayouts[] = {{Layout::bhsd, "bhsd"}, {Layout::bshd, "bshd"}};
+const std::pair<MaskPattern, const char*> kPatterns[] = {
+    {MaskPattern::random, "random"},   {MaskPattern::causal, "causal"},
+    {MaskPattern::window, "window"},   {MaskPattern::padding, "padding"},
+    {MaskPattern::full_row, "full-row"}, {MaskPattern::keep_all, "keep-all"}};
+const std::pair<MaskFill, const char*> kFills[] = {
+    {MaskFill::neg_inf, "-inf"}, {MaskFill::min, "min"}, {MaskFill::neg_1e4, "-1e4"}};
+const std::pair<Distribution, const char*> kDistributions[] = {
+    {Distribution::normal, "normal"}, {Distribution::uniform, "uniform"},
+    {Distribution::integers, "integers"}, {Distribution::large, "large"}};
+
+}  // namespace
+
+const char* layout_name(Layout l) { return name_of(l, kLayouts); }
+const char* pattern_name(MaskPattern p) { return name_of(p, kPatterns); }
+const char* fill_name(MaskFill f) { return name_of(f, kFills); }
+const char* distribution_name(Distribution d) { return name_of(d, kDistributions); }
+std::optional<Layout> parse_layout(const std::string& s) { return parse_named(s, kLayouts); }
+std::optional<MaskPattern> parse_pattern(const std::string& s) { return parse_named(s, kPatterns); }
+std::optional<MaskFill> parse_fill(const std::string& s) { return parse_named(s, kFills); }
+std::optional<Distribution> parse_distribution(const std::string& s) {
+  return parse_named(s, kDistributions);
+}
+
+double Case::effective_scale() const {
+  return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+ShapeEnv Case::shape_env() const { return ShapeEnv(symbols); }
+
+std::vector<Assignment> Case::runs() const {
+  if (symbols.empty() || runtime.empty()) return {Assignment{}};
+  return runtime;
+}
+
+namespace {
+SymShape with_batch(const Case& c, std::initializer_list<SymExpr> tail) {
+  SymShape s = c.batch;
+  s.insert(s.end(), tail.begin(), tail.end());
+  return s;
+}
+}  // namespace
+
+SymShape query_shape(const Case& c) {
+  return c.layout == Layout::bhsd ? with_batch(c, {c.q_heads, c.q_len, c.head_dim})
+                                  : with_batch(c, {c.q_len, c.q_heads, c.head_dim});
+}
+SymShape key_shape(const Case& c) {
+  return c.layout == Layout::bhsd ? with_batch(c, {c.kv_heads, c.kv_len, c.head_dim})
+                                  : with_batch(c, {c.kv_len, c.kv_heads, c.head_dim});
+}
+SymShape value_shape(const Case& c) {
+  return c.layout == Layout::bhsd ? with_batch(c, {c.kv_heads, c.kv_len, c.value_dim})
+                                  : with_batch(c, {c.kv_len, c.kv_heads, c.value_dim});
+}
+SymShape output_shape(const Case& c) { return with_batch(c, {c.q_heads, c.q_len, c.value_dim}); }
+SymShape score_shape(const Case& c) { return with_batch(c, {c.q_heads, c.q_len, c.kv_len}); }
+
+int64_t ConcreteSizes::batch_numel() const {
+  int64_t n = 1;
+  for (int64_t b : batch) n *= b;
+  return n;
+}
+
+ConcreteSizes concrete_sizes(const Case& c, const Assignment& at) {
+  ConcreteSizes s;
+  s.batch = eval_shape(c.batch, at);
+  s.Hq = c.q_heads;
+  s.Hkv = c.kv_heads;
+  s.Lq = c.q_len.eval(at);
+  s.Lkv = c.kv_len.eval(at);
+  s.E = c.head_dim;
+  s.Ev = c.value_dim;
+  s.start_pos = c.start_pos.eval(at);
+  if (c.mask) s.mask_shape = eval_shape(c.mask->shape, at);
+  return s;
+}
+
+std::string case_summary(const Case& c) {
+  std::ostringstream o;
+  o << dtype_name(c.dtype) << " " << layout_name(c.layout) << " B" << shape_str(c.batch) << " Hq"
+    << c.q_heads << "/Hkv" << c.kv_heads << " Lq=" << c.q_len.str() << " Lkv=" << c.kv_len.str()
+    << " E" << c.head_dim << " Ev" << c.value_dim;
+  if (c.enable_gqa) o << " gqa";
+  if (c.is_causal) o << " causal";
+  if (c.dropout_p > 0) o << " dropout=" << c.dropout_p;
+  if (c.scale) o << " scale=" << *c.scale;
+  if (!(c.start_pos == SymExpr(0))) o << " start_pos=" << c.start_pos.str();
+  if (c.mask)
+    o << " mask=" << dtype_name(c.mask->dtype) << shape_str(c.mask->shape) << ":"
+      << pattern_name(c.mask->pattern);
+  o << " data=" << distribution_name(c.data.distribution);
+  return o.str();
+}
+
+}  // namespace sdpa

@@ -1,0 +1,92 @@
+#pragma once
+/// One scaled_dot_product_attention call, fully specified (CORPUS_FORMAT.md).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/ir/dtype.h"
+#include "harness/ir/shape_env.h"
+#include "harness/ir/symbolic.h"
+
+namespace sdpa {
+
+enum class Layout { bhsd, bshd };
+enum class MaskPattern { random, causal, window, padding, full_row, keep_all };
+enum class MaskFill { neg_inf, min, neg_1e4 };
+enum class Distribution { normal, uniform, integers, large };
+
+const char* layout_name(Layout l);
+const char* pattern_name(MaskPattern p);
+const char* fill_name(MaskFill f);
+const char* distribution_name(Distribution d);
+std::optional<Layout> parse_layout(const std::string& s);
+std::optional<MaskPattern> parse_pattern(const std::string& s);
+std::optional<MaskFill> parse_fill(const std::string& s);
+std::optional<Distribution> parse_distribution(const std::string& s);
+
+struct MaskSpec {
+  DType dtype = DType::b8;  // b8, f32, f16 or bf16
+  SymShape shape;           // broadcastable to [batch..., Hq, Lq, Lkv]
+  MaskPattern pattern = MaskPattern::keep_all;
+  double param = 0.0;       // keep probability, window width or kept keys
+  MaskFill fill = MaskFill::neg_inf;  // additive masks only
+};
+
+struct DataSpec {
+  uint64_t seed = 0;
+  Distribution distribution = Distribution::normal;
+  double magnitude = 1.0;
+};
+
+struct Case {
+  DType dtype = DType::f32;
+  Layout layout = Layout::bhsd;
+  SymShape batch;              // leading dims before the head dim
+  int64_t q_heads = 1;         // Hq
+  int64_t kv_heads = 1;        // Hkv
+  SymExpr q_len = 1;           // Lq
+  SymExpr kv_len = 1;          // Lkv
+  int64_t head_dim = 1;        // E, of q and k
+  int64_t value_dim = 1;       // Ev
+  bool enable_gqa = false;
+  bool is_causal = false;
+  double dropout_p = 0.0;
+  std::optional<double> scale;  // none: 1/sqrt(E)
+  SymExpr start_pos = 0;
+  std::optional<MaskSpec> mask;
+  std::map<std::string, SymbolInfo> symbols;
+  std::vector<Assignment> runtime;  // sizes the exported graph runs at
+  DataSpec data;
+
+  /// The scale the call uses: the given one or 1/sqrt(E).
+  double effective_scale() const;
+  ShapeEnv shape_env() const;
+  /// The assignments to execute at: `runtime`, or one empty assignment when
+  /// the case has no symbols.
+  std::vector<Assignment> runs() const;
+};
+
+/// Shapes of the call's tensors in the entry layout (bhsd: [..., H, L, E];
+/// bshd: [..., L, H, E]) and of the output, always [..., Hq, Lq, Ev].
+SymShape query_shape(const Case& c);
+SymShape key_shape(const Case& c);
+SymShape value_shape(const Case& c);
+SymShape output_shape(const Case& c);
+/// [batch..., Hq, Lq, Lkv]: the score tensor a mask broadcasts to.
+SymShape score_shape(const Case& c);
+
+/// The case's sizes at one runtime assignment.
+struct ConcreteSizes {
+  std::vector<int64_t> batch;
+  int64_t Hq, Hkv, Lq, Lkv, E, Ev, start_pos;
+  std::vector<int64_t> mask_shape;  // empty when there is no mask
+  int64_t batch_numel() const;
+};
+ConcreteSizes concrete_sizes(const Case& c, const Assignment& at);
+
+/// One-line summary for progress output and reports: "f32 bhsd B[2] Hq4/Hkv2 Lq3 Lkv5 E8 Ev8 ...".
+std::string case_summary(const Case& c);
+
+}  // namespace sdpa

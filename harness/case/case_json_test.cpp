@@ -1,0 +1,134 @@
+#include "harness/case/case_json.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/case/case_validate.h"
+#include "harness/io/json_reader.h"
+
+namespace sdpa {
+namespace {
+
+// The example of CORPUS_FORMAT.md.
+nlohmann::json example_case() {
+  return nlohmann::json::parse(R"({
+    "dtype": "f32", "layout": "bhsd", "batch": [1], "q_heads": 4, "kv_heads": 2,
+    "q_len": 3, "kv_len": "s0", "head_dim": 8, "value_dim": 8, "enable_gqa": true,
+    "is_causal": false, "dropout_p": 0.0, "scale": null, "start_pos": 0, "mask": null,
+    "symbols": { "s0": { "hint": 5, "min": 2, "max": 64 } },
+    "runtime": [ { "s0": 5 }, { "s0": 3 } ],
+    "data": { "seed": 42, "distribution": "normal", "magnitude": 1.0 } })");
+}
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    Case c = case_from_json(j);
+    validate_case(c);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CaseJson, ReadsTheFormatExampleAndRoundTrips) {
+  Case c = case_from_json(example_case());
+  validate_case(c);
+  EXPECT_EQ(c.q_heads, 4);
+  EXPECT_EQ(c.kv_len, SymExpr::symbol("s0"));
+  EXPECT_EQ(c.symbols.at("s0").hint, 5);
+  EXPECT_EQ(c.runtime.size(), 2u);
+  EXPECT_EQ(case_to_json(case_from_json(case_to_json(c))), case_to_json(c));
+}
+
+TEST(CaseJson, MaskRoundTrips) {
+  nlohmann::json j = example_case();
+  j["mask"] = {{"dtype", "bool"}, {"shape", {"3", "s0"}}, {"pattern", "window"}, {"param", 2}, {"fill", "-inf"}};
+  j["mask"]["shape"] = {3, "s0"};
+  Case c = case_from_json(j);
+  validate_case(c);
+  ASSERT_TRUE(c.mask);
+  EXPECT_EQ(c.mask->pattern, MaskPattern::window);
+  EXPECT_EQ(case_to_json(case_from_json(case_to_json(c))), case_to_json(c));
+}
+
+TEST(CaseJson, UnknownFieldIsAnErrorNamingIt) {
+  nlohmann::json j = example_case();
+  j["q_head"] = 4;
+  EXPECT_EQ(error_of(j), "case.q_head: unknown field");
+  j = example_case();
+  j["data"]["sed"] = 1;
+  EXPECT_EQ(error_of(j), "case.data.sed: unknown field");
+}
+
+TEST(CaseJson, WrongTypeNamesFieldAndExpectation) {
+  nlohmann::json j = example_case();
+  j["q_heads"] = "four";
+  EXPECT_EQ(error_of(j), "case.q_heads: expected an integer, got a string");
+  j = example_case();
+  j["dtype"] = "float";
+  EXPECT_NE(error_of(j).find("case.dtype: expected one of f32, f16, bf16, f64, int8"), std::string::npos);
+  j = example_case();
+  j.erase("head_dim");
+  EXPECT_EQ(error_of(j), "case.head_dim: missing required field");
+}
+
+TEST(CaseValidate, HeadsThatDoNotDivide) {
+  nlohmann::json j = example_case();
+  j["kv_heads"] = 3;
+  EXPECT_NE(error_of(j).find("case.kv_heads: with enable_gqa"), std::string::npos);
+  j["enable_gqa"] = false;
+  EXPECT_NE(error_of(j).find("case.kv_heads: without enable_gqa"), std::string::npos);
+  j["kv_heads"] = 1;  // a single kv head broadcasts
+  EXPECT_EQ(error_of(j), "");
+}
+
+TEST(CaseValidate, MaskShapeMustBroadcast) {
+  nlohmann::json j = example_case();
+  j["mask"] = {{"dtype", "bool"}, {"shape", {4, 5}}, {"pattern", "keep-all"}};
+  EXPECT_NE(error_of(j).find("case.mask.shape[0]"), std::string::npos);
+  j["mask"]["shape"] = {1, 3, "s0"};
+  EXPECT_EQ(error_of(j), "");
+  j["mask"]["shape"] = {1, 3, 5};  // 5 != s0 = 3 at runtime[1]
+  EXPECT_NE(error_of(j).find("at runtime[1]"), std::string::npos);
+}
+
+TEST(CaseValidate, RuntimeOutsideRangeAndMissingSymbols) {
+  nlohmann::json j = example_case();
+  j["runtime"][1]["s0"] = 65;
+  EXPECT_NE(error_of(j).find("case.runtime[1].s0: value 65 is outside the symbol's range [2, 64]"),
+            std::string::npos);
+  j = example_case();
+  j["runtime"] = nlohmann::json::array();
+  EXPECT_NE(error_of(j).find("case.runtime"), std::string::npos);
+  j = example_case();
+  j["q_len"] = "s9";
+  EXPECT_NE(error_of(j).find("case.q_len: symbol 's9' is not declared"), std::string::npos);
+}
+
+TEST(CaseValidate, CallsAtenRejects) {
+  nlohmann::json j = example_case();
+  j["is_causal"] = true;
+  j["mask"] = {{"dtype", "bool"}, {"shape", {3, "s0"}}, {"pattern", "keep-all"}};
+  EXPECT_NE(error_of(j).find("is_causal"), std::string::npos);
+  j = example_case();
+  j["mask"] = {{"dtype", "f16"}, {"shape", {3, "s0"}}, {"pattern", "keep-all"}};
+  EXPECT_NE(error_of(j).find("case.mask.dtype"), std::string::npos);
+  j = example_case();
+  j["dropout_p"] = 1.0;
+  EXPECT_NE(error_of(j).find("case.dropout_p"), std::string::npos);
+}
+
+TEST(CaseValidate, SizeLimitsBeforeAllocation) {
+  nlohmann::json j = example_case();
+  j["head_dim"] = 1 << 15;
+  j["value_dim"] = 1 << 15;
+  j["symbols"]["s0"]["max"] = 60000;
+  j["runtime"][0]["s0"] = 60000;
+  std::string e = error_of(j);
+  EXPECT_NE(e.find("elements, the limit is"), std::string::npos) << e;
+  j = example_case();
+  j["q_heads"] = 1 << 20;
+  EXPECT_NE(error_of(j).find("case.q_heads"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,22 @@
+#pragma once
+/// Which calls a target's entry form takes: the generators draw only these.
+#include <vector>
+
+#include "harness/ir/dtype.h"
+
+namespace sdpa {
+
+struct CaseSpace {
+  std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64};
+  bool bshd_layout = true;    // entry form may hold q, k, v as [..., L, H, D]
+  bool start_pos = false;     // the entry form carries a KV-cache position
+  bool dropout = true;
+  bool masks = true;
+  bool dynamic_dims = true;
+  int max_batch_rank = 2;
+  /// Weight of each batch rank (index = rank) when the entry form prefers
+  /// some ranks (a 4-D [B, H, L, D] op); empty: the generation policy's.
+  std::vector<double> batch_rank_weights;
+};
+
+}  // namespace sdpa

@@ -1,0 +1,185 @@
+#include "harness/case/case_validate.h"
+
+#include <cmath>
+#include <string>
+
+#include "harness/io/json_reader.h"
+
+namespace sdpa {
+namespace {
+
+class Validator {
+ public:
+  Validator(const Case& c, const SizeLimits& l, std::string path)
+      : c_(c), limits_(l), path_(std::move(path)) {}
+
+  void run() {
+    check_symbols();
+    check_static_fields();
+    for (size_t i = 0; i < c_.runs().size(); ++i) check_run(c_.runs()[i], i);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+    throw InputError(path_ + "." + field + ": " + why);
+  }
+
+  void check_size_symbols(const SymExpr& e, const std::string& field) {
+    for (const auto& s : e.symbols()) {
+      if (!c_.symbols.count(s)) fail(field, "symbol '" + s + "' is not declared in symbols");
+      used_.insert(s);
+    }
+  }
+
+  void check_symbols() {
+    for (size_t i = 0; i < c_.batch.size(); ++i)
+      check_size_symbols(c_.batch[i], "batch[" + std::to_string(i) + "]");
+    check_size_symbols(c_.q_len, "q_len");
+    check_size_symbols(c_.kv_len, "kv_len");
+    check_size_symbols(c_.start_pos, "start_pos");
+    if (c_.mask)
+      for (size_t i = 0; i < c_.mask->shape.size(); ++i)
+        check_size_symbols(c_.mask->shape[i], "mask.shape[" + std::to_string(i) + "]");
+    for (const auto& [name, s] : c_.symbols) {
+      std::string f = "symbols." + name;
+      if (!used_.count(name)) fail(f, "declared but no size uses it");
+      if (s.min < 0 || s.max < s.min)
+        fail(f, "expected 0 <= min <= max, got min " + std::to_string(s.min) + ", max " +
+                    std::to_string(s.max));
+      if (s.max > limits_.max_dim)
+        fail(f + ".max", "exceeds the size limit " + std::to_string(limits_.max_dim));
+      if (s.hint && (*s.hint < s.min || *s.hint > s.max))
+        fail(f + ".hint", "expected a value in [" + std::to_string(s.min) + ", " +
+                              std::to_string(s.max) + "], got " + std::to_string(*s.hint));
+    }
+    if (!c_.symbols.empty() && c_.runtime.empty())
+      fail("runtime", "expected at least one runtime size assignment when the case has symbols");
+    if (c_.symbols.empty() && !c_.runtime.empty())
+      for (const auto& a : c_.runtime)
+        if (!a.empty()) fail("runtime", "gives sizes but the case declares no symbols");
+    if (c_.runtime.size() > static_cast<size_t>(limits_.max_runs))
+      fail("runtime", "has " + std::to_string(c_.runtime.size()) + " entries, the limit is " +
+                          std::to_string(limits_.max_runs));
+    for (size_t i = 0; i < c_.runtime.size(); ++i) {
+      std::string f = "runtime[" + std::to_string(i) + "]";
+      for (const auto& [name, v] : c_.runtime[i]) {
+        auto it = c_.symbols.find(name);
+        if (it == c_.symbols.end()) fail(f + "." + name, "not a declared symbol");
+        if (v < it->second.min || v > it->second.max)
+          fail(f + "." + name, "value " + std::to_string(v) + " is outside the symbol's range [" +
+                                   std::to_string(it->second.min) + ", " +
+                                   std::to_string(it->second.max) + "]");
+      }
+      for (const auto& [name, s] : c_.symbols)
+        if (!c_.runtime[i].count(name)) fail(f, "gives no value for symbol '" + name + "'");
+    }
+  }
+
+  void check_positive(int64_t v, const std::string& field) {
+    if (v < 1) fail(field, "expected a positive integer, got " + std::to_string(v));
+    if (v > limits_.max_dim)
+      fail(field, std::to_string(v) + " exceeds the size limit " + std::to_string(limits_.max_dim));
+  }
+
+  void check_static_fields() {
+    if (c_.batch.size() > static_cast<size_t>(limits_.max_batch_rank))
+      fail("batch", "has " + std::to_string(c_.batch.size()) + " dims, the limit is " +
+                        std::to_string(limits_.max_batch_rank));
+    check_positive(c_.q_heads, "q_heads");
+    check_positive(c_.kv_heads, "kv_heads");
+    check_positive(c_.head_dim, "head_dim");
+    check_positive(c_.value_dim, "value_dim");
+    const int64_t hq = c_.q_heads, hkv = c_.kv_heads;
+    if (hq != hkv) {
+      if (c_.enable_gqa && hq % hkv != 0)
+        fail("kv_heads", "with enable_gqa, q_heads (" + std::to_string(hq) +
+                             ") must be a multiple of kv_heads (" + std::to_string(hkv) + ")");
+      if (!c_.enable_gqa && hkv != 1)
+        fail("kv_heads", "without enable_gqa, aten needs kv_heads == q_heads or kv_heads == 1 "
+                         "(broadcast), got q_heads " + std::to_string(hq) + ", kv_heads " +
+                             std::to_string(hkv));
+    }
+    if (!(c_.dropout_p >= 0.0 && c_.dropout_p < 1.0))
+      fail("dropout_p", "expected a number in [0, 1), got " + std::to_string(c_.dropout_p));
+    if (c_.scale && !std::isfinite(*c_.scale)) fail("scale", "expected a finite number or null");
+    if (!(c_.data.magnitude > 0 && std::isfinite(c_.data.magnitude)))
+      fail("data.magnitude", "expected a positive finite number");
+    if (c_.mask) check_mask_static(*c_.mask);
+  }
+
+  void check_mask_static(const MaskSpec& m) {
+    if (c_.is_causal)
+      fail("mask", "aten rejects a mask together with is_causal=true (\"Explicit attn_mask "
+                   "should not be set when is_causal=True\")");
+    if (m.dtype != DType::b8 && m.dtype != DType::f32 && m.dtype != c_.dtype &&
+        is_floating(c_.dtype))
+      fail("mask.dtype", std::string("aten takes a bool, f32 or query-dtype mask; got ") +
+                             dtype_name(m.dtype) + " with query " + dtype_name(c_.dtype));
+    size_t rank = c_.batch.size() + 3;
+    if (m.shape.empty() || m.shape.size() > rank)
+      fail("mask.shape", "expected 1 to " + std::to_string(rank) + " sizes, got " +
+                             std::to_string(m.shape.size()));
+    bool probability = m.pattern == MaskPattern::random || m.pattern == MaskPattern::full_row;
+    if (probability && !(m.param >= 0.0 && m.param <= 1.0))
+      fail("mask.param", "the keep probability must be in [0, 1]");
+    if (m.pattern == MaskPattern::window && !(m.param >= 1.0 && m.param == std::floor(m.param)))
+      fail("mask.param", "the window width must be an integer >= 1");
+    if (m.pattern == MaskPattern::padding && !(m.param >= 0.0 && m.param == std::floor(m.param)))
+      fail("mask.param", "the number of kept keys must be an integer >= 0");
+  }
+
+  static int64_t product(const std::vector<int64_t>& s) {
+    double n = 1;
+    for (int64_t d : s) n *= static_cast<double>(d);
+    return n > 9e18 ? INT64_MAX : static_cast<int64_t>(n);
+  }
+
+  void check_elements(const std::vector<int64_t>& shape, const std::string& what,
+                      const std::string& at) {
+    int64_t n = product(shape);
+    if (n > limits_.max_tensor_elements)
+      fail(what, at + "has " + std::to_string(n) + " elements, the limit is " +
+                     std::to_string(limits_.max_tensor_elements));
+  }
+
+  void check_run(const Assignment& a, size_t index) {
+    std::string at = c_.runtime.empty() ? "" : "at runtime[" + std::to_string(index) + "] ";
+    ConcreteSizes s = concrete_sizes(c_, a);
+    for (size_t i = 0; i < s.batch.size(); ++i)
+      if (s.batch[i] < 1) fail("batch[" + std::to_string(i) + "]", at + "must be >= 1");
+    if (s.Lq < 1) fail("q_len", at + "must be >= 1, got " + std::to_string(s.Lq));
+    if (s.Lkv < 1) fail("kv_len", at + "must be >= 1, got " + std::to_string(s.Lkv));
+    if (s.start_pos < 0) fail("start_pos", at + "must be >= 0");
+    for (int64_t d : {s.Lq, s.Lkv, s.start_pos})
+      if (d > limits_.max_dim)
+        fail("runtime", at + "a size exceeds the limit " + std::to_string(limits_.max_dim));
+    check_elements(eval_shape(query_shape(c_), a), "q_len", at + "the query ");
+    check_elements(eval_shape(key_shape(c_), a), "kv_len", at + "the key ");
+    check_elements(eval_shape(value_shape(c_), a), "kv_len", at + "the value ");
+    std::vector<int64_t> scores = eval_shape(score_shape(c_), a);
+    check_elements(scores, "kv_len", at + "the score tensor ");
+    if (!c_.mask) return;
+    const auto& ms = s.mask_shape;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      int64_t target = scores[scores.size() - ms.size() + i];
+      if (ms[i] != 1 && ms[i] != target)
+        fail("mask.shape[" + std::to_string(i) + "]",
+             at + "size " + std::to_string(ms[i]) + " does not broadcast to " +
+                 std::to_string(target) + " (mask must broadcast to [batch..., Hq, Lq, Lkv] = " +
+                 shape_str(score_shape(c_)) + ")");
+    }
+  }
+
+  const Case& c_;
+  const SizeLimits& limits_;
+  std::string path_;
+  std::set<std::string> used_;
+};
+
+}  // namespace
+
+void validate_case(const Case& c, const SizeLimits& limits, const std::string& path) {
+  Validator(c, limits, path).run();
+}
+
+}  // namespace sdpa

@@ -1,0 +1,147 @@
+#include "harness/case/tensor_data.h"
+
+#include <cmath>
+
+namespace sdpa {
+
+uint64_t splitmix64_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ULL;
+  return h;
+}
+
+CounterStream::CounterStream(uint64_t seed, const std::string& name)
+    : key_(splitmix64_mix(seed ^ fnv1a64(name))) {}
+
+uint64_t CounterStream::bits(uint64_t index) const {
+  return splitmix64_mix(key_ + (index + 1) * 0x9e3779b97f4a7c15ULL);
+}
+
+double CounterStream::uniform01(uint64_t index) const {
+  return static_cast<double>(bits(index) >> 11) * 0x1p-53;
+}
+
+double CounterStream::normal(uint64_t index) const {
+  double u1 = uniform01(2 * index), u2 = uniform01(2 * index + 1);
+  return std::sqrt(-2.0 * std::log1p(-u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+namespace {
+
+double draw(const CounterStream& s, Distribution d, double magnitude, uint64_t i) {
+  switch (d) {
+    case Distribution::normal: return magnitude * s.normal(i);
+    case Distribution::uniform: return magnitude * (2.0 * s.uniform01(i) - 1.0);
+    case Distribution::integers: {
+      // Integers in [-r, r]: q.k^T stays exact in f32 for every head dim allowed.
+      int64_t r = std::max<int64_t>(1, std::min<int64_t>(16, std::llround(magnitude)));
+      return std::floor(s.uniform01(i) * static_cast<double>(2 * r + 1)) - static_cast<double>(r);
+    }
+    case Distribution::large: return 16.0 * magnitude * s.normal(i);
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+Tensor make_input(const Case& c, const std::string& name, const Shape& bhsd_shape) {
+  Tensor t(c.dtype == DType::i8 ? DType::f32 : c.dtype, bhsd_shape);
+  CounterStream s(c.data.seed, name);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data[i] = round_to(t.dtype, draw(s, c.data.distribution, c.data.magnitude, i));
+  return t;
+}
+
+Tensor swap_heads_and_seq(const Tensor& t) {
+  Tensor out = t;
+  int64_t r = t.dim();
+  std::swap(out.shape[r - 3], out.shape[r - 2]);
+  int64_t A = t.shape[r - 3], B = t.shape[r - 2], D = t.shape[r - 1];
+  int64_t outer = t.numel() / (A * B * D);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t d = 0; d < D; ++d)
+          out.data[((o * B + b) * A + a) * D + d] = t.data[((o * A + a) * B + b) * D + d];
+  return out;
+}
+
+namespace {
+
+bool pattern_keeps(const MaskSpec& m, const CounterStream& s, uint64_t flat, int64_t i,
+                   int64_t j) {
+  switch (m.pattern) {
+    case MaskPattern::random:
+    case MaskPattern::full_row: return s.uniform01(flat) < m.param;
+    case MaskPattern::causal: return j <= i;
+    case MaskPattern::window: return j <= i && j > i - static_cast<int64_t>(m.param);
+    case MaskPattern::padding: return j < static_cast<int64_t>(m.param);
+    case MaskPattern::keep_all: return true;
+  }
+  return true;
+}
+
+double dropped_value(const MaskSpec& m) {
+  switch (m.fill) {
+    case MaskFill::neg_inf: return -INFINITY;
+    case MaskFill::min: return lowest(m.dtype);
+    case MaskFill::neg_1e4: return round_to(m.dtype, -1e4);
+  }
+  return -INFINITY;
+}
+
+}  // namespace
+
+Tensor make_mask(const Case& c, const Shape& shape) {
+  const MaskSpec& m = *c.mask;
+  Tensor t(m.dtype, shape);
+  int64_t cols = shape.back();
+  int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+  CounterStream s(c.data.seed, "mask");
+  // full-row: one row (the same in every leading slice) drops every key.
+  int64_t empty_row = m.pattern == MaskPattern::full_row
+                          ? static_cast<int64_t>(CounterStream(c.data.seed, "mask_row").bits(0) %
+                                                 static_cast<uint64_t>(rows))
+                          : -1;
+  const bool is_bool = m.dtype == DType::b8;
+  const double drop = is_bool ? 0.0 : dropped_value(m);
+  const double keep = is_bool ? 1.0 : 0.0;
+  for (int64_t flat = 0; flat < t.numel(); ++flat) {
+    int64_t j = flat % cols, i = (flat / cols) % rows;
+    bool kept = i != empty_row && pattern_keeps(m, s, static_cast<uint64_t>(flat), i, j);
+    t.data[flat] = kept ? keep : drop;
+  }
+  return t;
+}
+
+bool dropout_keep(const CounterStream& stream, uint64_t index, double p) {
+  return stream.uniform01(index) >= p;
+}
+
+CaseTensors make_case_tensors(const Case& c, const Assignment& at) {
+  ConcreteSizes s = concrete_sizes(c, at);
+  auto bhsd = [&](int64_t h, int64_t l, int64_t d) {
+    Shape sh = s.batch;
+    sh.insert(sh.end(), {h, l, d});
+    return sh;
+  };
+  CaseTensors t;
+  t.q = make_input(c, "q", bhsd(s.Hq, s.Lq, s.E));
+  t.k = make_input(c, "k", bhsd(s.Hkv, s.Lkv, s.E));
+  t.v = make_input(c, "v", bhsd(s.Hkv, s.Lkv, s.Ev));
+  if (c.layout == Layout::bshd) {
+    t.q = swap_heads_and_seq(t.q);
+    t.k = swap_heads_and_seq(t.k);
+    t.v = swap_heads_and_seq(t.v);
+  }
+  if (c.mask) t.mask = make_mask(c, s.mask_shape);
+  return t;
+}
+
+}  // namespace sdpa

@@ -1,0 +1,105 @@
+#include "harness/case/tensor_data.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace sdpa {
+namespace {
+
+Case small_case() {
+  Case c;
+  c.batch = {SymExpr(2)};
+  c.q_heads = 2;
+  c.kv_heads = 2;
+  c.q_len = 3;
+  c.kv_len = 4;
+  c.head_dim = 5;
+  c.value_dim = 5;
+  c.data.seed = 7;
+  return c;
+}
+
+TEST(CounterStream, ElementsArePureFunctionsOfSeedNameIndex) {
+  CounterStream a(7, "q"), b(7, "q"), other(7, "k"), reseeded(8, "q");
+  EXPECT_EQ(a.bits(12), b.bits(12));
+  EXPECT_NE(a.bits(12), other.bits(12));
+  EXPECT_NE(a.bits(12), reseeded.bits(12));
+  // Known value: keeps the Python rebuild (README) in step with this code.
+  EXPECT_EQ(CounterStream(42, "q").bits(0), splitmix64_mix(splitmix64_mix(42 ^ fnv1a64("q")) + 0x9e3779b97f4a7c15ULL));
+  for (int i = 0; i < 100; ++i) {
+    double u = a.uniform01(i);
+    EXPECT_GE(u, 0.0);
+    EXPECT_LT(u, 1.0);
+  }
+}
+
+// Values computed by the Python rebuild in the README: keeps the two in step.
+TEST(CounterStream, MatchesThePythonRebuild) {
+  EXPECT_EQ(CounterStream(42, "q").bits(0), 2946435179081985290ULL);
+  EXPECT_EQ(CounterStream(42, "q").uniform01(5), 0.04970953885017415);
+  EXPECT_NEAR(CounterStream(42, "v").normal(3), -0.514746625669289, 1e-15);
+}
+
+TEST(TensorData, IntegersMakeScoresExactInF32) {
+  Case c = small_case();
+  c.data.distribution = Distribution::integers;
+  c.data.magnitude = 3;
+  CaseTensors t = make_case_tensors(c, {});
+  for (double x : t.q.data) {
+    EXPECT_EQ(x, std::floor(x));
+    EXPECT_LE(std::fabs(x), 3.0);
+  }
+}
+
+TEST(TensorData, BshdHoldsTheSameLogicalTensor) {
+  Case c = small_case();
+  CaseTensors bhsd = make_case_tensors(c, {});
+  c.layout = Layout::bshd;
+  CaseTensors bshd = make_case_tensors(c, {});
+  EXPECT_EQ(bshd.q.shape, (Shape{2, 3, 2, 5}));
+  EXPECT_EQ(swap_heads_and_seq(bshd.q).data, bhsd.q.data);
+}
+
+TEST(TensorData, ValuesAreRoundedToTheCaseDtype) {
+  Case c = small_case();
+  c.dtype = DType::bf16;
+  CaseTensors t = make_case_tensors(c, {});
+  for (double x : t.k.data) EXPECT_EQ(x, round_to(DType::bf16, x));
+}
+
+TEST(TensorData, MaskPatterns) {
+  Case c = small_case();
+  c.mask = MaskSpec{DType::b8, {SymExpr(3), SymExpr(4)}, MaskPattern::causal, 0, MaskFill::neg_inf};
+  Tensor causal = make_mask(c, {3, 4});
+  EXPECT_EQ(causal.data, (std::vector<double>{1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0}));
+  c.mask->pattern = MaskPattern::padding;
+  c.mask->param = 2;
+  c.mask->dtype = DType::f32;
+  c.mask->fill = MaskFill::neg_1e4;
+  Tensor pad = make_mask(c, {3, 4});
+  EXPECT_EQ(pad.data[0], 0.0);
+  EXPECT_EQ(pad.data[2], -1e4);
+  c.mask->pattern = MaskPattern::full_row;
+  c.mask->param = 1.0;
+  c.mask->dtype = DType::f16;
+  c.mask->fill = MaskFill::min;
+  Tensor full = make_mask(c, {3, 4});
+  int dropped_rows = 0;
+  for (int i = 0; i < 3; ++i) {
+    bool all = true;
+    for (int j = 0; j < 4; ++j) all = all && full.data[i * 4 + j] == -65504.0;
+    dropped_rows += all;
+  }
+  EXPECT_EQ(dropped_rows, 1);
+}
+
+TEST(TensorData, DropoutKeepsAboutOneMinusP) {
+  CounterStream s(3, "dropout");
+  int kept = 0;
+  for (int i = 0; i < 10000; ++i) kept += dropout_keep(s, i, 0.25);
+  EXPECT_NEAR(kept / 10000.0, 0.75, 0.02);
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,46 @@
+#pragma once
+/// Runs one case through a target: oracles, passes, exact and target
+/// kernels, and every check in order of trust (ARCHITECTURE.md).
+#include <string>
+#include <vector>
+
+#include "harness/case/case.h"
+#include "harness/check/finding.h"
+#include "harness/check/reference.h"
+#include "harness/check/target.h"
+
+namespace sdpa {
+
+struct CheckOptions {
+  bool passes = true;         // false: identity self-check (entry graph as is)
+  bool completeness = true;   // force kept nodes to look for missed rewrites
+  bool keep_graphs = false;   // print graphs into the result
+};
+
+/// Seconds spent per stage on one case.
+struct Timing {
+  double generate = 0, oracle = 0, kernels = 0, compare = 0;
+};
+
+/// One accuracy comparison: a kernel set's output against golden.
+struct AccuracySample {
+  std::string kernel_set;
+  DType dtype = DType::f32;
+  double ratio = 0.0;  // the largest |C - G| / bound; above 1 fails
+};
+
+struct CaseResult {
+  Verdict verdict = Verdict::pass;  // the most severe finding, else pass/rejected
+  std::vector<Finding> findings;
+  std::vector<Decision> decisions;
+  std::string graph_before, graph_after;  // with keep_graphs
+  Timing timing;
+  std::vector<AccuracySample> accuracy;  // every accuracy comparison made
+  /// The most severe finding; nullptr when there is none.
+  const Finding* primary() const;
+};
+
+CaseResult run_case(const Target& target, const ReferenceModel& reference, const Case& c,
+                    const CheckOptions& options = {});
+
+}  // namespace sdpa

@@ -1,0 +1,160 @@
+// The check pipeline against a toy target whose pass is chosen per test:
+// every verdict that no modeled target produces still has a case that
+// shows it firing.
+#include "harness/check/check.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/ir/interpreter.h"
+#include "harness/ir/kernels/reference_kernels.h"
+
+namespace sdpa {
+namespace {
+
+constexpr const char* kSdpa = "aten.scaled_dot_product_attention.default";
+
+Case toy_case() {
+  Case c;
+  c.dtype = DType::f64;
+  c.q_heads = c.kv_heads = 1;
+  c.q_len = 2;
+  c.kv_len = 3;
+  c.head_dim = 4;
+  c.value_dim = 5;
+  c.data.seed = 17;
+  return c;
+}
+
+// Golden from the exact reference kernel; a huge error bound; optionally a
+// planted disagreement between "oracles".
+class ToyReference : public ReferenceModel {
+ public:
+  explicit ToyReference(bool disagree) : disagree_(disagree) {}
+  std::string name() const override { return "toy"; }
+  Golden golden(const Case& c, const CaseTensors& t, const Assignment& at) const override {
+    Graph g;
+    ValueRef q = g.placeholder("q", {c.dtype, query_shape(c)}), k = g.placeholder("k", {c.dtype, key_shape(c)}),
+             v = g.placeholder("v", {c.dtype, value_shape(c)});
+    g.outputs = {g.call(kSdpa, {q, k, v, None{}, 0.0, false}, {}, {{c.dtype, output_shape(c)}})};
+    Golden out;
+    out.out = interpret(g, exact_kernels(), {{"q", t.q}, {"k", t.k}, {"v", t.v}}, {at, c.data.seed}).outputs[0];
+    out.fully_masked.assign(static_cast<size_t>(out.out.numel() / c.value_dim), 0);
+    if (disagree_) out.disagreement = "planted";
+    return out;
+  }
+  ErrorBound bound(const Case&, const CaseTensors&, const Golden& g, DType) const override {
+    ErrorBound b;
+    b.row_bound.assign(g.fully_masked.size(), 1.0);
+    b.row_typical = b.row_bound;
+    return b;
+  }
+
+ private:
+  bool disagree_;
+};
+
+using Rewrite = std::function<ValueRef(Graph& out, ValueRef sdpa_output)>;
+
+// Rewrites the SDPA node into itself followed by `extra` (or raises).
+class ToyPass : public Pass {
+ public:
+  ToyPass(Rewrite extra, bool raises) : extra_(std::move(extra)), raises_(raises) {}
+  std::string name() const override { return "toy"; }
+  Result run(const Graph& g, const ShapeEnv& env, bool) const override {
+    if (raises_) throw std::runtime_error("toy pass failed");
+    Result r;
+    GraphRewriter rw(g);
+    for (const Node& n : g.nodes) {
+      if (n.op != kSdpa) {
+        rw.copy(n);
+        continue;
+      }
+      GuardContext guard(env, "%" + n.name);
+      r.decisions.push_back(guard.finish());
+      ValueRef same = rw.copy(n);
+      rw.replace(n, {extra_ ? extra_(rw.out(), same) : same});
+    }
+    r.graph = rw.finish();
+    return r;
+  }
+
+ private:
+  Rewrite extra_;
+  bool raises_;
+};
+
+class ToyTarget : public Target {
+ public:
+  ToyTarget(Rewrite extra, bool raises, bool broken_invariant)
+      : pass_(std::move(extra), raises), broken_invariant_(broken_invariant) {}
+  std::string name() const override { return "toy"; }
+  const Options& options() const override { return options_; }
+  CaseSpace case_space() const override { return {}; }
+  Graph entry(const Case& c) const override {
+    Graph g;
+    ValueRef q = g.placeholder("q", {c.dtype, query_shape(c)}), k = g.placeholder("k", {c.dtype, key_shape(c)}),
+             v = g.placeholder("v", {c.dtype, value_shape(c)});
+    g.outputs = {g.call(kSdpa, {q, k, v, None{}, 0.0, false}, {}, {{c.dtype, output_shape(c)}})};
+    return g;
+  }
+  std::vector<const Pass*> passes() const override { return {&pass_}; }
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    return {{&naive_kernels(), {DType::f64}, "naive"}};
+  }
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+  std::vector<std::string> invariants(const Case&, const Graph&, const Graph&) const override {
+    if (broken_invariant_) return {"a node the rewrite must remove is left"};
+    return {};
+  }
+
+ private:
+  Options options_;
+  ToyPass pass_;
+  bool broken_invariant_;
+};
+
+Verdict verdict_of(Rewrite extra, bool raises = false, bool invariant = false, bool disagree = false) {
+  ToyTarget t(std::move(extra), raises, invariant);
+  ToyReference ref(disagree);
+  return run_case(t, ref, toy_case()).verdict;
+}
+
+TEST(Checks, AFaithfulRewritePasses) { EXPECT_EQ(verdict_of(nullptr), Verdict::pass); }
+
+TEST(Checks, OracleDisagreementIsTheVerdict) {
+  EXPECT_EQ(verdict_of(nullptr, false, false, true), Verdict::oracle_disagree);
+}
+
+TEST(Checks, APassThatRaisesIsAnUnexpectedError) {
+  EXPECT_EQ(verdict_of(nullptr, true), Verdict::unexpected_error);
+}
+
+TEST(Checks, ABrokenInvariantIsReported) {
+  EXPECT_EQ(verdict_of(nullptr, false, true), Verdict::broken_invariant);
+}
+
+TEST(Checks, AnOutputOfAnotherDtypeIsADtypeMismatch) {
+  EXPECT_EQ(verdict_of([](Graph& g, ValueRef x) {
+              return g.call("aten._to_copy.default", {x}, {{"dtype", DType::f32}}, {{DType::f32, g.info(x).shape}});
+            }),
+            Verdict::dtype_mismatch);
+}
+
+TEST(Checks, AnOutputOfAnotherShapeIsAShapeMismatch) {
+  EXPECT_EQ(verdict_of([](Graph& g, ValueRef x) {
+              SymShape s = g.info(x).shape;
+              std::swap(s[s.size() - 2], s[s.size() - 1]);
+              return g.call("aten.transpose.int", {x, int64_t{-2}, int64_t{-1}}, {}, {{g.info(x).dtype, s}});
+            }),
+            Verdict::shape_mismatch);
+}
+
+TEST(Checks, AWrongValueIsAnUnsoundRewrite) {
+  EXPECT_EQ(verdict_of([](Graph& g, ValueRef x) {
+              return g.call("aten.mul.Scalar", {x, 1.5}, {}, {g.info(x)});
+            }),
+            Verdict::unsound_rewrite);
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,85 @@
+#include "harness/check/compare.h"
+
+#include <cmath>
+
+namespace sdpa {
+namespace {
+
+bool finite_differs(double a, double b) { return std::isfinite(a) != std::isfinite(b); }
+
+// Fills shape_ok and nonfinite_rows; returns false when values cannot be compared.
+bool structural(const Tensor& out, const Golden& g, Comparison& c) {
+  if (out.shape != g.out.shape) {
+    c.shape_ok = false;
+    c.within = false;
+    return false;
+  }
+  int64_t ev = out.shape.empty() ? 1 : out.shape.back();
+  for (int64_t i = 0; i < out.numel(); ++i)
+    if (finite_differs(out.data[i], g.out.data[i]) &&
+        (c.nonfinite_rows.empty() || c.nonfinite_rows.back() != i / ev))
+      c.nonfinite_rows.push_back(i / ev);
+  if (!c.nonfinite_rows.empty()) c.within = false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return idx;
+}
+
+Comparison compare_exact(const Tensor& out, const Golden& g, double value_scale, double rel) {
+  Comparison c;
+  if (!structural(out, g, c)) return c;
+  double scale = std::max(g.out.max_abs(), value_scale);
+  c.bound = rel * std::max(scale, 1e-300);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    if (!std::isfinite(out.data[i]) || !std::isfinite(g.out.data[i])) continue;
+    double e = std::fabs(out.data[i] - g.out.data[i]);
+    if (e > c.max_abs || c.worst < 0) c.max_abs = e, c.worst = i;
+  }
+  if (c.max_abs > c.bound) c.within = false;
+  return c;
+}
+
+Comparison compare_accuracy(const Tensor& cand, const Tensor& baseline, const Golden& g,
+                            const ErrorBound& bound, DType dtype, double value_scale) {
+  Comparison c;
+  if (!structural(cand, g, c)) return c;
+  // A baseline that overflowed where golden is finite says nothing about
+  // the attainable error: the error model alone bounds the candidate then.
+  double base_err = 0;
+  bool baseline_broken = baseline.shape != g.out.shape;
+  for (int64_t i = 0; !baseline_broken && i < g.out.numel(); ++i) {
+    if (!std::isfinite(g.out.data[i])) continue;
+    if (!std::isfinite(baseline.data[i])) baseline_broken = true;
+    else base_err = std::max(base_err, std::fabs(baseline.data[i] - g.out.data[i]));
+  }
+  const double floor = 2.0 * ulp(dtype, std::max(g.out.max_abs(), value_scale));
+  const double relative_rule = baseline_broken ? INFINITY : 2.0 * base_err + floor;
+  int64_t ev = cand.shape.empty() ? 1 : cand.shape.back();
+  double worst_excess = -1;
+  for (int64_t i = 0; i < cand.numel(); ++i) {
+    if (!std::isfinite(cand.data[i]) || !std::isfinite(g.out.data[i])) continue;
+    double e = std::fabs(cand.data[i] - g.out.data[i]);
+    size_t row = static_cast<size_t>(i / ev);
+    double model = row < bound.row_bound.size() ? bound.row_bound[row] + floor : floor;
+    double typical = row < bound.row_typical.size() ? 2.0 * bound.row_typical[row] + floor : 0.0;
+    double limit = std::min(std::max(relative_rule, typical), model);
+    if (e > c.max_abs || c.worst < 0) c.max_abs = e;
+    // Report the element that breaks its bound by the largest factor.
+    double excess = limit > 0 ? e / limit : (e > 0 ? INFINITY : 0);
+    if (excess > worst_excess) worst_excess = excess, c.worst = i, c.bound = limit;
+  }
+  c.ratio = std::max(worst_excess, 0.0);
+  if (worst_excess > 1.0) c.within = false;
+  return c;
+}
+
+}  // namespace sdpa

@@ -1,0 +1,39 @@
+#pragma once
+/// Output comparisons behind the soundness and accuracy checks (NUMERICS.md).
+#include <string>
+#include <vector>
+
+#include "harness/check/reference.h"
+#include "harness/ir/tensor.h"
+
+namespace sdpa {
+
+struct Comparison {
+  bool shape_ok = true;
+  std::vector<int64_t> nonfinite_rows;  // query rows where finiteness differs from golden
+  double max_abs = 0.0;                 // over elements finite in both
+  int64_t worst = -1;                   // flat index of max_abs
+  double bound = 0.0;                   // the bound at `worst` (or the tightest broken one)
+  bool within = true;                   // every element within its bound
+  double ratio = 0.0;                   // accuracy: the largest |C - G| / bound over elements
+};
+
+/// The exact run against golden: |out - g| <= rel * max(max|g|, max|v|).
+Comparison compare_exact(const Tensor& out, const Golden& g, double value_scale, double rel = 1e-9);
+
+/// A target kernel C against golden G with baseline B (NUMERICS.md): every
+/// element within 2 * max(maxabs(B - G), typical error of its row) + floor
+/// and within the error model's bound for its row. The typical error keeps
+/// ill-conditioned rows (huge logits), where two correct kernels differ by
+/// rounding luck alone, from failing a kernel that happened to round worse
+/// than the baseline. The floor is 2 ulps of the output dtype at
+/// max(max|G|, value_scale): an output is a weighted average of V rows, so
+/// one that cancels to near 0 still carries rounding errors of u * max|V|.
+/// A baseline that is non-finite where golden is finite drops the first rule.
+Comparison compare_accuracy(const Tensor& c, const Tensor& baseline, const Golden& g,
+                            const ErrorBound& bound, DType dtype, double value_scale);
+
+/// Multi-index of a flat index into `shape`.
+std::vector<int64_t> unravel(int64_t flat, const Shape& shape);
+
+}  // namespace sdpa

@@ -1,0 +1,48 @@
+#pragma once
+/// What the original call means (the golden output) and how far a kernel
+/// may stray from it (the error model). The harness asks through this
+/// interface; oracles/ implements it with an Eigen and a LibTorch oracle.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/case/case.h"
+#include "harness/ir/tensor.h"
+#include "harness/case/tensor_data.h"
+
+namespace sdpa {
+
+struct Golden {
+  Tensor out;  // f64, [batch..., Hq, Lq, Ev]
+  /// One flag per query row of [batch..., Hq, Lq]: every key is dropped
+  /// (bool false, -inf, or causal), so the row's output is 0.
+  std::vector<uint8_t> fully_masked;
+  /// Empty when the oracles agree; otherwise what differs, with numbers.
+  std::string disagreement;
+  double oracle_max_rel_diff = 0.0;
+};
+
+/// An absolute bound on |kernel - golden| for each output row, and every
+/// input it was derived from (printed with a failure).
+struct ErrorBound {
+  std::vector<double> row_bound;    // one per query row of [batch..., Hq, Lq]
+  /// The error a correct kernel typically shows (sqrt(d), sqrt(n) growth
+  /// instead of d, n), per row; never above row_bound.
+  std::vector<double> row_typical;
+  nlohmann::json inputs;
+  double max_bound() const;
+};
+
+class ReferenceModel {
+ public:
+  virtual ~ReferenceModel() = default;
+  virtual std::string name() const = 0;
+  /// The golden output at one runtime size, from the case and its tensors alone.
+  virtual Golden golden(const Case& c, const CaseTensors& t, const Assignment& at) const = 0;
+  /// The error model for a kernel computing in `dtype` (NUMERICS.md).
+  virtual ErrorBound bound(const Case& c, const CaseTensors& t, const Golden& g,
+                           DType dtype) const = 0;
+};
+
+}  // namespace sdpa

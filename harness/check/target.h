@@ -1,0 +1,143 @@
+#pragma once
+/// A target: one backend's pipeline (entry form, ordered passes, kernel
+/// sets, claimed dtypes, declared divergences, invariants). The harness
+/// drives targets only through this interface and never names one.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/case/case.h"
+#include "harness/case/case_space.h"
+#include "harness/ir/graph.h"
+#include "harness/ir/kernel_set.h"
+#include "harness/check/reference.h"
+#include "harness/ir/shape_env.h"
+#include "harness/case/tensor_data.h"
+
+namespace sdpa {
+
+using Options = std::map<std::string, std::string>;
+
+struct OptionSpec {
+  std::string name;
+  std::vector<std::string> choices;  // empty: any value
+  std::string default_value;
+  std::string help;
+};
+
+/// A rewrite pass: a guard that decides per node, and the rewrite.
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string name() const = 0;
+  struct Result {
+    Graph graph;
+    std::vector<Decision> decisions;  // one per node the pass matched
+  };
+  /// Runs the guard on every matched node and rewrites the accepted ones.
+  /// With `force`, also rewrites nodes the guard keeps (their decisions say
+  /// forced), so the harness can tell a too-tight guard from a sound one.
+  /// Throws when the pass itself fails (as upstream would raise).
+  virtual Result run(const Graph& g, const ShapeEnv& env, bool force) const = 0;
+};
+
+struct KernelSetInfo {
+  const KernelSet* kernels;
+  std::vector<DType> dtypes;  // the dtypes this set claims
+  std::string description;
+};
+
+/// A difference between the target and aten the target declares up front.
+struct DeclaredDivergence {
+  std::string name;
+  std::string description;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual std::string name() const = 0;
+  virtual const Options& options() const = 0;
+  /// The calls the entry form takes; generators draw inside it.
+  virtual CaseSpace case_space() const = 0;
+  /// A reason the entry form cannot express this case, or none.
+  virtual std::optional<std::string> refuses(const Case& c) const { return std::nullopt; }
+  /// The graph a frontend hands the passes for this call.
+  virtual Graph entry(const Case& c) const = 0;
+  /// Runtime inputs of the entry graph's placeholders.
+  virtual std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const;
+  virtual std::vector<const Pass*> passes() const = 0;
+  virtual std::vector<KernelSetInfo> kernel_sets() const = 0;
+  /// Exact (float64 / long double) kernels for every op the rewritten graph
+  /// may hold: the harness's reference set, plus exact models of the
+  /// target's own ops.
+  virtual const KernelSet& exact_kernels() const;
+  /// The facts a case breaks that make it a defect class (for example the
+  /// rules of an intended guard design), each with its sizes; empty when
+  /// the target has none.
+  virtual std::vector<RuleOutcome> failure_facts(const Case& c) const { return {}; }
+  /// The names of failure_facts joined by "+": deduplicates findings.
+  std::string failure_class(const Case& c) const;
+  /// Kernels a naive implementation of the ORIGINAL graph runs on, in the
+  /// case dtype (the baseline B of NUMERICS.md).
+  virtual const KernelSet& baseline_kernels() const = 0;
+  /// Structural properties of the rewritten graph; each violation in words.
+  virtual std::vector<std::string> invariants(const Case& c, const Graph& before,
+                                              const Graph& after) const {
+    return {};
+  }
+  virtual std::vector<DeclaredDivergence> divergences() const { return {}; }
+  /// The name of a declared divergence that explains non-finite values at
+  /// `bad_rows` (query rows of [batch..., Hq, Lq]) of `kernel_set`'s
+  /// output on the inputs `t`, or none.
+  virtual std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t,
+                                                  const Golden& g,
+                                                  const std::vector<int64_t>& bad_rows,
+                                                  const std::string& kernel_set) const {
+    return std::nullopt;
+  }
+};
+
+/// A deliberately wrong configuration of a target: the options that select
+/// it and what is wrong. The self-tests prove the checks catch each one.
+struct MutantSpec {
+  std::string name;
+  Options options;
+  std::string what;
+};
+
+/// Makes configured targets of one kind; what `--target NAME` selects.
+class TargetFactory {
+ public:
+  virtual ~TargetFactory() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  /// Every option, including `guard` (the guard policy) and `entry`.
+  virtual std::vector<OptionSpec> option_specs() const = 0;
+  /// The self-check mutants a target offers (deliberately wrong passes or
+  /// kernels, selected with options).
+  virtual std::vector<MutantSpec> mutants() const { return {}; }
+  /// `options` has been checked against option_specs and completed with defaults.
+  virtual std::unique_ptr<Target> make(const Options& options) const = 0;
+};
+
+class TargetRegistry {
+ public:
+  void add(std::unique_ptr<TargetFactory> f);
+  const TargetFactory* find(const std::string& name) const;
+  std::vector<const TargetFactory*> all() const;
+  /// Checks keys and values against the factory's specs (InputError naming
+  /// the option and the expected values), fills defaults, and makes the target.
+  std::unique_ptr<Target> make(const std::string& name, const Options& options) const;
+
+ private:
+  std::vector<std::unique_ptr<TargetFactory>> factories_;
+};
+
+/// Options completed with defaults and checked; throws InputError.
+Options resolve_options(const TargetFactory& f, const Options& given);
+
+}  // namespace sdpa

@@ -1,0 +1,77 @@
+#include "harness/ir/dtype.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace sdpa {
+namespace {
+
+TEST(DType, RoundsToNearestEvenInEachFormat) {
+  EXPECT_EQ(round_to(DType::bf16, 1.0 + std::ldexp(1.0, -8)), 1.0);  // tie -> even
+  EXPECT_EQ(round_to(DType::bf16, 1.0 + 3 * std::ldexp(1.0, -8)), 1.0 + std::ldexp(1.0, -6));
+  EXPECT_EQ(round_to(DType::f16, 2049.0), 2048.0);
+  EXPECT_EQ(round_to(DType::f16, 2051.0), 2052.0);
+  EXPECT_EQ(round_to(DType::f32, 1.0 + std::ldexp(1.0, -30)), 1.0);
+  EXPECT_EQ(round_to(DType::f64, 0.1), 0.1);
+}
+
+TEST(DType, OverflowsToInfinityAndKeepsSubnormals) {
+  EXPECT_TRUE(std::isinf(round_to(DType::f16, 65520.0)));
+  EXPECT_EQ(round_to(DType::f16, 65519.0), 65504.0);
+  EXPECT_EQ(round_to(DType::f16, std::ldexp(1.0, -24)), std::ldexp(1.0, -24));  // smallest subnormal
+  EXPECT_EQ(round_to(DType::f16, std::ldexp(1.0, -26)), 0.0);
+  EXPECT_TRUE(std::isinf(round_to(DType::bf16, 3.4e38)));
+}
+
+TEST(DType, IntegersSaturateAndRound) {
+  EXPECT_EQ(round_to(DType::i8, 200.0), 127.0);
+  EXPECT_EQ(round_to(DType::i8, -2.5), -2.0);
+  EXPECT_EQ(round_to(DType::b8, 0.3), 1.0);
+}
+
+TEST(DType, UlpAndLowest) {
+  EXPECT_EQ(ulp(DType::f32, 1.0), std::ldexp(1.0, -23));
+  EXPECT_EQ(ulp(DType::bf16, 1.5), std::ldexp(1.0, -7));
+  EXPECT_EQ(ulp(DType::f16, 0.0), std::ldexp(1.0, -24));
+  EXPECT_EQ(lowest(DType::f16), -65504.0);
+  EXPECT_EQ(unit_roundoff(DType::f32), std::ldexp(1.0, -24));
+  EXPECT_EQ(accumulation_type(DType::bf16), DType::f32);
+}
+
+TEST(DType, NamesRoundTrip) {
+  for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64, DType::b8})
+    EXPECT_EQ(parse_dtype(dtype_name(t)), t);
+  EXPECT_FALSE(parse_dtype("float"));
+}
+
+}  // namespace
+}  // namespace sdpa
+
+namespace sdpa {
+namespace {
+
+// Straightforward rounding: scale to an integer count of quanta, rint.
+double slow_round(double x, int precision, int emin, double max_finite) {
+  if (!std::isfinite(x) || x == 0) return x;
+  int e = 0;
+  std::frexp(x, &e);
+  double q = std::ldexp(1.0, std::max(e - 1, emin) - (precision - 1));
+  double r = std::nearbyint(x / q) * q;
+  return std::fabs(r) > max_finite ? std::copysign(INFINITY, x) : r;
+}
+
+TEST(DType, FastRoundingMatchesTheDefinitionOnRandomValues) {
+  uint64_t state = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    double mant = static_cast<double>(state >> 11) * 0x1p-53;
+    int exp = static_cast<int>((state >> 3) % 80) - 40;
+    double x = std::ldexp(mant, exp) * ((state & 1) ? -1 : 1);
+    ASSERT_EQ(round_to(DType::f16, x), slow_round(x, 11, -14, 65504.0)) << x;
+    ASSERT_EQ(round_to(DType::bf16, x), slow_round(x, 8, -126, 3.38953138925153547590470800371487866880e38)) << x;
+  }
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,136 @@
+#include "harness/ir/graph.h"
+
+#include <stdexcept>
+
+namespace sdpa {
+
+const Arg* Node::kwarg(const std::string& key) const {
+  for (const auto& [k, v] : kwargs)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+std::string short_op_name(const std::string& op) {
+  auto first = op.find('.');
+  if (first == std::string::npos) return op;
+  auto second = op.find('.', first + 1);
+  return op.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+}
+
+std::string Graph::unique_name(const std::string& hint) const {
+  if (find(hint) < 0) return hint;
+  for (int i = 1;; ++i) {
+    std::string n = hint + "_" + std::to_string(i);
+    if (find(n) < 0) return n;
+  }
+}
+
+int Graph::find(const std::string& name) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+ValueRef Graph::placeholder(const std::string& input, ValueInfo info) {
+  Node n;
+  n.name = unique_name(input);
+  n.op = "placeholder";
+  n.args = {input};
+  n.outputs = {std::move(info)};
+  nodes.push_back(std::move(n));
+  return {static_cast<int>(nodes.size()) - 1, 0};
+}
+
+ValueRef Graph::constant(const std::string& name, Tensor value, SymShape shape) {
+  Node n;
+  n.name = unique_name(name);
+  n.op = "get_attr";
+  n.args = {n.name};
+  n.outputs = {ValueInfo{value.dtype, std::move(shape), value.qparams}};
+  constants[n.name] = std::move(value);
+  nodes.push_back(std::move(n));
+  return {static_cast<int>(nodes.size()) - 1, 0};
+}
+
+ValueRef Graph::call(const std::string& op, std::vector<Arg> args,
+                     std::vector<std::pair<std::string, Arg>> kwargs,
+                     std::vector<ValueInfo> outputs, const std::string& name_hint) {
+  Node n;
+  n.name = unique_name(name_hint.empty() ? short_op_name(op) : name_hint);
+  n.op = op;
+  n.args = std::move(args);
+  n.kwargs = std::move(kwargs);
+  n.outputs = std::move(outputs);
+  nodes.push_back(std::move(n));
+  return {static_cast<int>(nodes.size()) - 1, 0};
+}
+
+namespace {
+bool reads(const Arg& a, int index) {
+  const auto* v = std::get_if<ValueRef>(&a);
+  return v && v->node == index;
+}
+}  // namespace
+
+std::vector<int> Graph::users(int index) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    bool uses = false;
+    for (const auto& a : nodes[i].args) uses = uses || reads(a, index);
+    for (const auto& [k, a] : nodes[i].kwargs) uses = uses || reads(a, index);
+    if (uses) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+int Graph::count(const std::string& op) const {
+  int n = 0;
+  for (const auto& node : nodes) {
+    n += node.op == op;
+    for (const auto& g : node.subgraphs) n += g->count(op);
+  }
+  return n;
+}
+
+GraphRewriter::GraphRewriter(const Graph& source) : source_(source) {
+  out_.constants = source.constants;
+}
+
+ValueRef GraphRewriter::map(ValueRef old) const {
+  auto it = remap_.find(old.node);
+  if (it == remap_.end() || old.output >= static_cast<int>(it->second.size()))
+    throw std::logic_error("graph rewrite reads node " + std::to_string(old.node) +
+                           " before it was copied or replaced");
+  return it->second[old.output];
+}
+
+Arg GraphRewriter::map(const Arg& old) const {
+  if (const auto* v = std::get_if<ValueRef>(&old)) return map(*v);
+  return old;
+}
+
+ValueRef GraphRewriter::copy(const Node& n) {
+  Node c = n;
+  c.name = out_.unique_name(n.name);
+  for (auto& a : c.args) a = map(a);
+  for (auto& [k, a] : c.kwargs) a = map(a);
+  int index = static_cast<int>(&n - source_.nodes.data());
+  out_.nodes.push_back(std::move(c));
+  int at = static_cast<int>(out_.nodes.size()) - 1;
+  std::vector<ValueRef> outs;
+  for (size_t i = 0; i < n.outputs.size(); ++i) outs.push_back({at, static_cast<int>(i)});
+  remap_[index] = outs;
+  return outs.empty() ? ValueRef{at, 0} : outs[0];
+}
+
+void GraphRewriter::replace(const Node& n, std::vector<ValueRef> outputs) {
+  remap_[static_cast<int>(&n - source_.nodes.data())] = std::move(outputs);
+}
+
+Graph GraphRewriter::finish() {
+  out_.outputs.clear();
+  for (const auto& o : source_.outputs) out_.outputs.push_back(map(o));
+  return std::move(out_);
+}
+
+}  // namespace sdpa

@@ -1,0 +1,83 @@
+#include "harness/ir/graph.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/ir/graph_printer.h"
+#include "harness/ir/graph_verify.h"
+
+namespace sdpa {
+namespace {
+
+TEST(Graph, PrintsLikeFx) {
+  Graph g;
+  SymShape s{SymExpr(2), SymExpr::symbol("s0"), SymExpr(8)};
+  ValueRef q = g.placeholder("q", {DType::f32, s});
+  ValueRef m = g.call("aten.mul.Scalar", {q, 0.5}, {}, {{DType::f32, s}});
+  ValueRef m2 = g.call("aten.mul.Scalar", {m, 0.5}, {}, {{DType::f32, s}});
+  g.outputs = {m2};
+  std::string text = print_graph(g);
+  EXPECT_NE(text.find("%q : f32[2, s0, 8] = placeholder[target=q]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%mul_1 : f32[2, s0, 8] = call_function[target=aten.mul.Scalar](args = (%mul, 0.5), kwargs = {})"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("return (%mul_1,)"), std::string::npos);
+}
+
+TEST(Graph, MultiOutputNodesAndQParams) {
+  Graph g;
+  SymShape s{SymExpr(4)};
+  ValueRef x = g.placeholder("x", {DType::f32, s});
+  ValueRef d = g.call("aten.native_dropout.default", {x, 0.5, true}, {}, {{DType::f32, s}, {DType::b8, s}});
+  ValueInfo q{DType::i8, s, QParams{0.02, -3}};
+  ValueRef c = g.constant("_tensor_constant0", Tensor(DType::i8, {4}), s);
+  g.nodes[c.node].outputs[0] = q;
+  g.constants["_tensor_constant0"].qparams = q.qparams;
+  g.outputs = {ValueRef{d.node, 1}};
+  std::string text = print_graph(g);
+  EXPECT_NE(text.find("(f32[4], bool[4])"), std::string::npos) << text;
+  EXPECT_NE(text.find("return (%native_dropout[1],)"), std::string::npos) << text;
+  EXPECT_NE(text.find("int8[4]{scale=0.02, zp=-3}"), std::string::npos) << text;
+  EXPECT_TRUE(verify_graph(g).empty());
+}
+
+TEST(GraphVerify, ReportsTypeErrorsWithTheNodeName) {
+  Graph g;
+  SymShape s{SymExpr(1), SymExpr(2), SymExpr(2)};
+  ValueRef a = g.placeholder("a", {DType::i8, s});
+  ValueRef b = g.placeholder("b", {DType::i32, s});
+  g.outputs = {g.call("aten.bmm.default", {a, b}, {}, {{DType::i32, s}})};
+  auto problems = verify_graph(g);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("%bmm (aten.bmm.default): type error"), std::string::npos) << problems[0];
+}
+
+TEST(GraphVerify, ReportsDanglingReferences) {
+  Graph g;
+  ValueRef a = g.placeholder("a", {DType::f32, {SymExpr(1)}});
+  g.outputs = {g.call("aten.mul.Tensor", {a, ValueRef{7, 0}}, {}, {{DType::f32, {SymExpr(1)}}})};
+  EXPECT_FALSE(verify_graph(g).empty());
+}
+
+TEST(GraphRewriter, ReplacesANodeAndRemapsItsUsers) {
+  Graph g;
+  SymShape s{SymExpr(3)};
+  ValueRef x = g.placeholder("x", {DType::f32, s});
+  ValueRef m = g.call("aten.mul.Scalar", {x, 2.0}, {}, {{DType::f32, s}});
+  g.outputs = {g.call("aten.add.Tensor", {m, x}, {}, {{DType::f32, s}})};
+  GraphRewriter rw(g);
+  for (const Node& n : g.nodes) {
+    if (n.op != "aten.mul.Scalar") {
+      rw.copy(n);
+      continue;
+    }
+    ValueRef in = rw.map(std::get<ValueRef>(n.args[0]));
+    rw.replace(n, {rw.out().call("aten.add.Tensor", {in, in}, {}, {{DType::f32, s}})});
+  }
+  Graph out = rw.finish();
+  EXPECT_EQ(out.count("aten.mul.Scalar"), 0);
+  EXPECT_EQ(out.count("aten.add.Tensor"), 2);
+  EXPECT_TRUE(verify_graph(out).empty());
+  EXPECT_EQ(out.users(0).size(), 2u);
+}
+
+}  // namespace
+}  // namespace sdpa

@@ -1,0 +1,88 @@
+#pragma once
+/// A kernel set: the implementation of each op a target may hold. An op the
+/// set lacks is `unsupported`, never computed another way.
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "harness/ir/graph.h"
+#include "harness/ir/tensor.h"
+
+namespace sdpa {
+
+/// What a kernel reports when it refuses or fails. `recoverable` models a
+/// checked error the runtime returns (ET_KERNEL_CHECK), `fatal` an abort
+/// (ET_CHECK_MSG), `unsupported` a declared gap (dtype or op not taken).
+class KernelError : public std::runtime_error {
+ public:
+  enum class Kind { unsupported, recoverable, fatal };
+  KernelError(Kind kind, const std::string& message) : std::runtime_error(message), kind(kind) {}
+  Kind kind;
+};
+
+/// A graph that is inconsistent at run time: a kernel's result differs in
+/// shape or dtype from what the node declares, or an argument has the wrong kind.
+class GraphError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Everything a run needs besides the inputs: sizes of this run and the
+/// seed of the data streams (dropout draws from stream "dropout").
+struct RunContext {
+  Assignment sizes;
+  uint64_t data_seed = 0;
+};
+
+/// A resolved argument: sizes are evaluated, values are tensors.
+using Value = std::variant<None, const Tensor*, bool, int64_t, double, std::string,
+                           std::vector<int64_t>, DType>;
+
+class KernelArgs {
+ public:
+  KernelArgs(const Node& node, const RunContext& ctx) : node(node), ctx(ctx) {}
+  const Node& node;
+  const RunContext& ctx;
+  std::vector<Value> args;
+  std::vector<std::pair<std::string, Value>> kwargs;
+
+  bool has(size_t i) const { return i < args.size() && !std::holds_alternative<None>(args[i]); }
+  const Tensor& tensor(size_t i) const;
+  const Tensor* optional_tensor(size_t i) const;
+  double real(size_t i, std::optional<double> fallback = std::nullopt) const;
+  int64_t integer(size_t i, std::optional<int64_t> fallback = std::nullopt) const;
+  bool flag(size_t i, std::optional<bool> fallback = std::nullopt) const;
+  std::vector<int64_t> ints(size_t i) const;
+
+  const Value* kwarg(const std::string& key) const;
+  std::optional<double> kwarg_real(const std::string& key) const;
+  bool kwarg_flag(const std::string& key, bool fallback) const;
+  std::optional<DType> kwarg_dtype(const std::string& key) const;
+
+  DType out_dtype(size_t i = 0) const { return node.outputs.at(i).dtype; }
+  Shape out_shape(size_t i = 0) const;
+
+ private:
+  [[noreturn]] void bad(size_t i, const char* expected) const;
+};
+
+using KernelFn = std::function<std::vector<Tensor>(const KernelArgs&)>;
+
+class KernelSet {
+ public:
+  explicit KernelSet(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const { return name_; }
+  void add(const std::string& op, KernelFn fn) { kernels_[op] = std::move(fn); }
+  const KernelFn* find(const std::string& op) const;
+  std::vector<std::string> ops() const;
+
+ private:
+  std::string name_;
+  std::map<std::string, KernelFn> kernels_;
+};
+
+}  // namespace sdpa

@@ -1,0 +1,217 @@
+// matmul, softmax, dropout and the naive scaled_dot_product_attention of
+// the reference kernel sets (current PyTorch semantics, NUMERICS.md).
+#include <cmath>
+#include <limits>
+
+#include "harness/ir/kernels/reference_common.h"
+#include "harness/case/tensor_data.h"
+
+namespace sdpa::ref {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DType out) {
+  if (x.dim() < 2 || y.dim() < 2) refuse(a, "matmul operands must have rank >= 2");
+  int64_t m = x.size(-2), kk = x.size(-1), k2 = y.size(-2), cols = y.size(-1);
+  if (kk != k2)
+    refuse(a, "mat1 and mat2 shapes cannot be multiplied (" + shape_str(x.shape) + " and " +
+                  shape_str(y.shape) + ")");
+  Shape xb(x.shape.begin(), x.shape.end() - 2), yb(y.shape.begin(), y.shape.end() - 2);
+  auto batch = broadcast_shapes(xb, yb);
+  if (!batch) refuse(a, "matmul batch dims " + shape_str(xb) + " and " + shape_str(yb) + " do not broadcast");
+  Shape shape = *batch;
+  shape.insert(shape.end(), {m, cols});
+  Tensor r(out, shape);
+  auto xs = strides_of(xb), ys = strides_of(yb);
+  int64_t b = 0;
+  DType acc_of = x.dtype;
+  for_each_index(*batch, [&](const std::vector<int64_t>& idx) {
+    const double* xp = x.data.data() + broadcast_offset(xb, xs, idx) * m * kk;
+    const double* yp = y.data.data() + broadcast_offset(yb, ys, idx) * kk * cols;
+    double* rp = r.data.data() + b++ * m * cols;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        rp[i * cols + j] = n.store(out, n.sum(acc_of, kk, [&](int64_t t) {
+          return n.mul(acc_of, xp[i * kk + t], yp[t * cols + j]);
+        }));
+  });
+  return r;
+}
+
+// Softmax over `dim`; `safe` gives 0 for rows whose inputs are all -inf
+// (aten._safe_softmax), plain softmax gives NaN there.
+Tensor softmax(const KernelArgs& a, Num n, const Tensor& x, int64_t dim, DType out, bool safe) {
+  dim = wrap_dim(dim, x.dim(), a.node);
+  int64_t len = x.shape[dim], inner = 1;
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape[d];
+  int64_t outer = x.numel() / std::max<int64_t>(1, len * inner);
+  Tensor r(out, x.shape);
+  DType acc = x.dtype;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t e = 0; e < inner; ++e) {
+      auto at = [&](int64_t i) { return (o * len + i) * inner + e; };
+      double mx = kNegInf;
+      bool all_masked = true;
+      for (int64_t i = 0; i < len; ++i) {
+        mx = std::fmax(mx, x.data[at(i)]);
+        all_masked = all_masked && x.data[at(i)] == kNegInf;
+      }
+      if (safe && all_masked) {
+        for (int64_t i = 0; i < len; ++i) r.data[at(i)] = 0.0;
+        continue;
+      }
+      double total = n.sum(acc, len, [&](int64_t i) { return n.exp(acc, x.data[at(i)] - mx); });
+      for (int64_t i = 0; i < len; ++i)
+        r.data[at(i)] = n.op(out, n.exp(acc, x.data[at(i)] - mx) / total);
+    }
+  return r;
+}
+
+std::vector<Tensor> native_dropout(const KernelArgs& a, Num n) {
+  const Tensor& x = a.tensor(0);
+  double p = a.real(1);
+  bool train = a.flag(2, true);
+  Tensor out = x, keep(DType::b8, x.shape, 1.0);
+  if (!train || p == 0.0) return {out, keep};
+  CounterStream stream(a.ctx.data_seed, "dropout");
+  double factor = n.scalar(x.dtype, 1.0 / (1.0 - p));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    bool kept = dropout_keep(stream, static_cast<uint64_t>(i), p);
+    keep.data[i] = kept ? 1.0 : 0.0;
+    out.data[i] = kept ? n.op(x.dtype, x.data[i] * factor) : 0.0;
+  }
+  return {out, keep};
+}
+
+// aten.scaled_dot_product_attention: naive, with PyTorch's split scale
+// (sqrt(|scale|) on q and k). Emulated numerics follow the math backend:
+// f16/bf16 inputs are upcast, every step rounds to f32, the output to the
+// dtype. Naive numerics round every step to the input dtype.
+struct SdpaShapes {
+  int64_t batch, Hq, Hkv, Lq, Lkv, E, Ev;
+};
+
+SdpaShapes sdpa_shapes(const KernelArgs& a, const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (q.dim() < 3 || k.dim() != q.dim() || v.dim() != q.dim())
+    refuse(a, "this kernel takes q, k, v of one rank >= 3");
+  SdpaShapes s{1, q.size(-3), k.size(-3), q.size(-2), k.size(-2), q.size(-1), v.size(-1)};
+  for (int64_t d = 0; d < q.dim() - 3; ++d) s.batch *= q.shape[d];
+  if (k.size(-1) != s.E) refuse(a, "query and key head dims differ");
+  if (v.size(-2) != s.Lkv || v.size(-3) != s.Hkv) refuse(a, "key and value shapes differ");
+  return s;
+}
+
+int64_t kv_head(const KernelArgs& a, const SdpaShapes& s, int64_t h, bool gqa) {
+  if (s.Hq == s.Hkv) return h;
+  if (gqa && s.Hq % s.Hkv == 0) return h / (s.Hq / s.Hkv);
+  if (s.Hkv == 1) return 0;
+  refuse(a, "The size of tensor a (" + std::to_string(s.Hq) + ") must match the size of tensor b (" +
+                std::to_string(s.Hkv) + ") at non-singleton dimension 1");
+}
+
+std::vector<Tensor> sdpa(const KernelArgs& a, Num n) {
+  const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+  const Tensor* mask = a.optional_tensor(3);
+  double dropout_p = a.real(4, 0.0);
+  bool causal = a.flag(5, false);
+  auto given = a.kwarg_real("scale");
+  bool gqa = a.kwarg_flag("enable_gqa", false);
+  if (causal && mask) refuse(a, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
+  SdpaShapes s = sdpa_shapes(a, q, k, v);
+  DType t = n.mode == Numerics::naive ? q.dtype : accumulation_type(q.dtype);
+  double scale = given ? *given : 1.0 / std::sqrt(static_cast<double>(s.E));
+  double sf = n.scalar(t, std::sqrt(std::fabs(scale)));
+  double qf = scale < 0 ? -sf : sf;
+
+  Shape score_shape(q.shape.begin(), q.shape.end() - 1);
+  score_shape.push_back(s.Lkv);
+  Shape ms = mask ? mask->shape : Shape{};
+  auto mstrides = strides_of(ms);
+  if (mask && !broadcast_shapes(ms, score_shape).has_value())
+    refuse(a, "attn_mask " + shape_str(ms) + " does not broadcast to " + shape_str(score_shape));
+  CounterStream drop(a.ctx.data_seed, "dropout");
+  double keep_factor = n.scalar(t, 1.0 / (1.0 - dropout_p));
+
+  Shape out_shape(q.shape.begin(), q.shape.end() - 1);
+  out_shape.push_back(s.Ev);
+  Tensor out(a.out_dtype(), out_shape);
+  std::vector<double> qs(s.E), score(s.Lkv), p(s.Lkv);
+  std::vector<int64_t> idx(score_shape.size(), 0);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.Hq; ++h) {
+      int64_t hk = kv_head(a, s, h, gqa);
+      const double* kb = k.data.data() + (b * s.Hkv + hk) * s.Lkv * s.E;
+      const double* vb = v.data.data() + (b * s.Hkv + hk) * s.Lkv * s.Ev;
+      for (int64_t i = 0; i < s.Lq; ++i) {
+        const double* qr = q.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.E;
+        for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
+        bool all_masked = true;
+        double mx = kNegInf;
+        for (int64_t j = 0; j < s.Lkv; ++j) {
+          double x;
+          if (n.exact()) {
+            x = n.sum(t, s.E, [&](int64_t e) { return qr[e] * kb[j * s.E + e]; }) * scale;
+          } else {
+            x = n.store(t, n.sum(t, s.E, [&](int64_t e) {
+              return n.mul(t, qs[e], n.op(t, kb[j * s.E + e] * sf));
+            }));
+          }
+          if (causal && j > i) x = kNegInf;
+          if (mask) {
+            // Index into the broadcast [batch..., Hq, Lq, Lkv] score tensor.
+            int64_t rem = (b * s.Hq + h) * s.Lq * s.Lkv + i * s.Lkv + j;
+            for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
+              idx[d] = rem % score_shape[d];
+              rem /= score_shape[d];
+            }
+            double m = mask->data[broadcast_offset(ms, mstrides, idx)];
+            if (mask->dtype == DType::b8) x = m != 0.0 ? x : kNegInf;
+            else x = n.op(t, x + m);
+          }
+          score[j] = x;
+          all_masked = all_masked && x == kNegInf;
+          mx = std::fmax(mx, x);
+        }
+        double* orow = out.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.Ev;
+        if (all_masked) continue;  // _safe_softmax: a fully masked row is 0
+        double total = n.sum(t, s.Lkv, [&](int64_t j) { return n.exp(t, score[j] - mx); });
+        for (int64_t j = 0; j < s.Lkv; ++j) {
+          p[j] = n.op(t, n.exp(t, score[j] - mx) / total);
+          if (dropout_p > 0) {
+            uint64_t flat = static_cast<uint64_t>(((b * s.Hq + h) * s.Lq + i) * s.Lkv + j);
+            p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : 0.0;
+          }
+        }
+        for (int64_t e = 0; e < s.Ev; ++e)
+          orow[e] = n.store(a.out_dtype(), n.sum(t, s.Lkv, [&](int64_t j) { return n.mul(t, p[j], vb[j * s.Ev + e]); }));
+      }
+    }
+  return {out};
+}
+
+}  // namespace
+
+void add_attention_kernels(KernelSet& k, Num n) {
+  k.add("aten.matmul.default", [n](const KernelArgs& a) {
+    return std::vector<Tensor>{matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype())};
+  });
+  k.add("aten.bmm.default", [n](const KernelArgs& a) {
+    if (a.tensor(0).dim() != 3 || a.tensor(1).dim() != 3) refuse(a, "bmm takes two 3-D tensors");
+    if (a.tensor(0).shape[0] != a.tensor(1).shape[0]) refuse(a, "bmm batch sizes differ");
+    return std::vector<Tensor>{matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype())};
+  });
+  k.add("aten._softmax.default", [n](const KernelArgs& a) {
+    return std::vector<Tensor>{softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false)};
+  });
+  k.add("aten.softmax.int", [n](const KernelArgs& a) {
+    return std::vector<Tensor>{softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false)};
+  });
+  k.add("aten._safe_softmax.default", [n](const KernelArgs& a) {
+    return std::vector<Tensor>{softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), true)};
+  });
+  k.add("aten.native_dropout.default", [n](const KernelArgs& a) { return native_dropout(a, n); });
+  k.add("aten.scaled_dot_product_attention.default", [n](const KernelArgs& a) { return sdpa(a, n); });
+}
+
+}  // namespace sdpa::ref

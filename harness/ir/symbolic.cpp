@@ -1,0 +1,177 @@
+#include "harness/ir/symbolic.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace sdpa {
+
+SymExpr::SymExpr(int64_t constant) {
+  if (constant != 0) terms_[{}] = constant;
+}
+
+SymExpr SymExpr::symbol(const std::string& name) {
+  SymExpr e;
+  e.terms_[{name}] = 1;
+  return e;
+}
+
+void SymExpr::normalize() {
+  for (auto it = terms_.begin(); it != terms_.end();)
+    it = it->second == 0 ? terms_.erase(it) : std::next(it);
+}
+
+bool SymExpr::is_constant() const {
+  return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
+}
+
+int64_t SymExpr::constant() const {
+  if (!is_constant()) throw std::logic_error("size '" + str() + "' is not a constant");
+  return terms_.empty() ? 0 : terms_.begin()->second;
+}
+
+bool SymExpr::is_symbol() const {
+  return terms_.size() == 1 && terms_.begin()->first.size() == 1 && terms_.begin()->second == 1;
+}
+
+std::set<std::string> SymExpr::symbols() const {
+  std::set<std::string> out;
+  for (const auto& [mono, w] : terms_) out.insert(mono.begin(), mono.end());
+  return out;
+}
+
+int64_t SymExpr::eval(const Assignment& values) const {
+  int64_t total = 0;
+  for (const auto& [mono, w] : terms_) {
+    int64_t p = w;
+    for (const auto& s : mono) {
+      auto it = values.find(s);
+      if (it == values.end()) throw std::out_of_range("no value for symbol '" + s + "'");
+      p *= it->second;
+    }
+    total += p;
+  }
+  return total;
+}
+
+std::string SymExpr::str() const {
+  if (terms_.empty()) return "0";
+  std::string out;
+  // Symbols first, constant last: "s0 + 1" reads like a size.
+  for (auto it = terms_.rbegin(); it != terms_.rend(); ++it) {
+    const auto& [mono, w] = *it;
+    int64_t mag = w < 0 ? -w : w;
+    if (out.empty()) out += w < 0 ? "-" : "";
+    else out += w < 0 ? " - " : " + ";
+    std::string m;
+    for (const auto& s : mono) m += (m.empty() ? "" : "*") + s;
+    if (m.empty()) out += std::to_string(mag);
+    else out += (mag == 1 ? "" : std::to_string(mag) + "*") + m;
+  }
+  return out;
+}
+
+SymExpr SymExpr::operator+(const SymExpr& o) const {
+  SymExpr r = *this;
+  for (const auto& [mono, w] : o.terms_) r.terms_[mono] += w;
+  r.normalize();
+  return r;
+}
+
+SymExpr SymExpr::operator-(const SymExpr& o) const { return *this + o * SymExpr(-1); }
+
+SymExpr SymExpr::operator*(const SymExpr& o) const {
+  SymExpr r;
+  for (const auto& [a, wa] : terms_)
+    for (const auto& [b, wb] : o.terms_) {
+      std::vector<std::string> m = a;
+      m.insert(m.end(), b.begin(), b.end());
+      std::sort(m.begin(), m.end());
+      r.terms_[m] += wa * wb;
+    }
+  r.normalize();
+  return r;
+}
+
+namespace {
+
+// Recursive-descent parser: sum := product (('+'|'-') product)*,
+// product := atom ('*' atom)*, atom := int | name | '(' sum ')' | '-' atom.
+class Parser {
+ public:
+  explicit Parser(const std::string& t) : text_(t) {}
+  SymExpr parse() {
+    SymExpr e = sum();
+    skip();
+    if (pos_ != text_.size()) fail("unexpected '" + text_.substr(pos_, 1) + "'");
+    return e;
+  }
+
+ private:
+  void skip() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool eat(char c) {
+    skip();
+    if (pos_ < text_.size() && text_[pos_] == c) return ++pos_, true;
+    return false;
+  }
+  [[noreturn]] void fail(const std::string& why) {
+    throw std::invalid_argument("size expression '" + text_ + "': " + why);
+  }
+  SymExpr sum() {
+    SymExpr e = product();
+    for (;;) {
+      if (eat('+')) e = e + product();
+      else if (eat('-')) e = e - product();
+      else return e;
+    }
+  }
+  SymExpr product() {
+    SymExpr e = atom();
+    while (eat('*')) e = e * atom();
+    return e;
+  }
+  SymExpr atom() {
+    skip();
+    if (eat('(')) {
+      SymExpr e = sum();
+      if (!eat(')')) fail("missing ')'");
+      return e;
+    }
+    if (eat('-')) return SymExpr(-1) * atom();
+    size_t start = pos_;
+    if (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+      if (pos_ - start > 15) fail("integer too large");
+      return SymExpr(std::stoll(text_.substr(start, pos_ - start)));
+    }
+    while (pos_ < text_.size() &&
+           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
+      ++pos_;
+    if (start == pos_) fail(pos_ < text_.size() ? "unexpected '" + text_.substr(pos_, 1) + "'"
+                                                : "expected a size");
+    return SymExpr::symbol(text_.substr(start, pos_ - start));
+  }
+  const std::string& text_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+SymExpr SymExpr::parse(const std::string& text) { return Parser(text).parse(); }
+
+std::string shape_str(const SymShape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + shape[i].str();
+  return out + "]";
+}
+
+std::vector<int64_t> eval_shape(const SymShape& shape, const Assignment& values) {
+  std::vector<int64_t> out;
+  out.reserve(shape.size());
+  for (const auto& d : shape) out.push_back(d.eval(values));
+  return out;
+}
+
+}  // namespace sdpa

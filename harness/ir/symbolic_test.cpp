@@ -1,0 +1,83 @@
+#include "harness/ir/symbolic.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/ir/shape_env.h"
+
+namespace sdpa {
+namespace {
+
+TEST(SymExpr, CanonicalFormMakesEqualSizesEqual) {
+  SymExpr a = SymExpr::parse("s0 + s1 * 2");
+  SymExpr b = SymExpr::parse("2*s1 + s0");
+  EXPECT_EQ(a, b);
+  EXPECT_EQ((a - b), SymExpr(0));
+  EXPECT_TRUE((a - b).is_constant());
+  EXPECT_EQ(SymExpr::parse("(s0 + 1) * (s0 - 1)"), SymExpr::parse("s0*s0 - 1"));
+}
+
+TEST(SymExpr, EvaluatesAndPrints) {
+  SymExpr e = SymExpr::parse("start_pos + s0");
+  EXPECT_EQ(e.eval({{"start_pos", 3}, {"s0", 4}}), 7);
+  EXPECT_THROW(e.eval({{"s0", 4}}), std::out_of_range);
+  EXPECT_EQ(SymExpr::parse("s0 + 1").str(), "s0 + 1");
+  EXPECT_EQ(SymExpr(5).str(), "5");
+  EXPECT_TRUE(SymExpr::symbol("s0").is_symbol());
+  EXPECT_FALSE(SymExpr::parse("2*s0").is_symbol());
+}
+
+TEST(SymExpr, ParseErrorsNameTheText) {
+  try {
+    SymExpr::parse("s0 + ");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("s0 + "), std::string::npos);
+  }
+  EXPECT_THROW(SymExpr::parse("s0 $ 1"), std::invalid_argument);
+}
+
+TEST(ShapeEnv, StaticallyKnownUsesRangesNotHints) {
+  ShapeEnv env({{"s0", {8, 2, 64}}, {"s1", {8, 1, 16}}});
+  SymExpr s0 = SymExpr::symbol("s0"), s1 = SymExpr::symbol("s1");
+  EXPECT_TRUE(env.statically_known({s0, Rel::eq, s0}));
+  EXPECT_FALSE(env.statically_known({s0, Rel::eq, s1}));   // equal only on the hint
+  EXPECT_EQ(env.on_hint({s0, Rel::eq, s1}), true);
+  EXPECT_TRUE(env.statically_known({s0 + 1, Rel::gt, s0}));
+  EXPECT_TRUE(env.statically_known({s0, Rel::ge, SymExpr(2)}));
+  EXPECT_FALSE(env.statically_known({s0, Rel::le, s1}));
+  EXPECT_TRUE(env.statically_known({s0 * 2, Rel::ge, s0}));
+}
+
+TEST(ShapeEnv, UnbackedSymbolsHaveNoHint) {
+  ShapeEnv env({{"u0", {std::nullopt, 1, 10}}});
+  EXPECT_FALSE(env.on_hint({SymExpr::symbol("u0"), Rel::eq, SymExpr(1)}).has_value());
+  EXPECT_FALSE(env.hints().has_value());
+}
+
+TEST(GuardContext, RecordsAssumptionsMadeOnHints) {
+  ShapeEnv env({{"s0", {4, 1, 64}}, {"s1", {4, 1, 64}}});
+  GuardContext g(env, "%sdpa");
+  Fact same{SymExpr::symbol("s0"), Rel::eq, SymExpr::symbol("s1")};
+  EXPECT_FALSE(g.known(same));
+  EXPECT_TRUE(g.on_hint(same, "lengths"));
+  g.rule("lengths", true, "s0 == s1 on the hint");
+  Decision d = g.finish();
+  EXPECT_TRUE(d.rewrite);
+  ASSERT_EQ(d.assumptions.size(), 1u);
+  EXPECT_EQ(d.assumptions[0].fact.str(), "s0 == s1");
+  EXPECT_FALSE(d.assumptions[0].fact.holds({{"s0", 4}, {"s1", 5}}));
+}
+
+TEST(GuardContext, FirstFailedRuleDecides) {
+  ShapeEnv env;
+  GuardContext g(env, "%sdpa");
+  g.rule("rank", true);
+  g.rule("heads", false, "Hq 4 vs Hkv 3");
+  g.rule("dropout", false);
+  Decision d = g.finish();
+  EXPECT_FALSE(d.rewrite);
+  EXPECT_EQ(d.deciding_rule, "heads");
+}
+
+}  // namespace
+}  // namespace sdpa
