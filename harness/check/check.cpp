@@ -50,6 +50,8 @@ class CaseChecker {
     if (opt_.keep_graphs) {
       result_.graph_before = print_graph(g0);
       result_.graph_after = print_graph(*g1);
+      result_.entry_graph = std::make_shared<const Graph>(g0);
+      result_.rewritten_graph = std::make_shared<const Graph>(*g1);
     }
     bool rewritten = false;
     for (const auto& d : result_.decisions) rewritten = rewritten || d.rewrite;

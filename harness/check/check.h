@@ -1,6 +1,7 @@
 #pragma once
 /// Runs one case through a target: oracles, passes, exact and target
 /// kernels, and every check in order of trust (ARCHITECTURE.md).
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct CaseResult {
   std::vector<Finding> findings;
   std::vector<Decision> decisions;
   std::string graph_before, graph_after;  // with keep_graphs
+  /// With keep_graphs: the entry graph and the graph after every pass, as
+  /// the checker ran them (null when the passes raised).
+  std::shared_ptr<const Graph> entry_graph, rewritten_graph;
   Timing timing;
   std::vector<AccuracySample> accuracy;  // every accuracy comparison made
   /// The most severe finding; nullptr when there is none.
