@@ -52,6 +52,8 @@ check invalid-size 2 "exceeds the size limit" "$BIN" replay "$DATA/invalid/over_
 check invalid-target 2 "unknown target 'nosuch'" "$BIN" replay "$DATA/invalid/unknown_target.json"
 check invalid-json 2 "not valid JSON" "$BIN" replay "$DATA/invalid/not_json.json"
 check invalid-folder-keeps-going 2 "ok  " "$BIN" replay "$DATA"
+check changed-kernel-set 1 "finding changed: kernel_set: recorded 'libtorch', observed 'portable'" "$BIN" replay "$DATA/changed_kernel_set.json"
+check changed-status 1 "CHANGED  " "$BIN" replay "$DATA/changed_kernel_set.json"
 check size-limit-option 2 "elements, the limit is 10" "$BIN" replay --max-elements 10 "$DATA/valid_gqa_dynamic.json"
 
 # A mutant's finding is written, replays as expected, and the expectations
@@ -71,6 +73,11 @@ explain_head() { "$BIN" explain "$UPSTREAM_FILE" | head -6; }
 check explain-node 0 "diverging node: %custom_sdpa (llama.custom_sdpa.default)" explain_head
 check explain-fact 0 "violated fact: unmasked-lengths" explain_head
 check explain-sections 0 "== Node by node" "$BIN" explain "$UPSTREAM_FILE"
+# The aten nan-mismatch file: headline and node by node on the kernel set it names.
+NAN_FILE="$DATA/../../corpus/aten/aten-nan-mismatch-e7500ee4-dbb38850.json"
+check explain-kernel-set 0 "on kernel set portable" "$BIN" explain "$NAN_FILE"
+check explain-portable-node 0 "first diverging node on portable: %_safe_softmax (aten._safe_softmax.default)" "$BIN" explain "$NAN_FILE"
+check explain-counts-nonfinite 0 "max |error| inf" "$BIN" explain "$NAN_FILE"
 check explain-invalid 2 "case.kv_head: unknown field" "$BIN" explain "$DATA/invalid/unknown_field.json"
 
 # gate: upstream -> contract misses some rewrites (fails unless allowed);

@@ -34,6 +34,8 @@ int run_replay(const ReplayArgs& a, Wiring& w) {
     }
     std::cout << replay_status_name(o->status) << "  " << file << "  expect=" << o->expected
               << " observed=" << o->observed << "\n";
+    for (const auto& c : o->finding_changes)
+      if (o->status == ReplayStatus::changed) std::cout << "    finding changed: " << c << "\n";
     if (o->status == ReplayStatus::fixed)
       std::cout << "    this recorded failure now passes: set \"expect\" to \"pass\" if the fix is intended\n";
     if (o->status != ReplayStatus::as_expected || a.verbose)
@@ -55,8 +57,10 @@ void add_replay_command(CLI::App& app, Wiring& w, int& exit_code) {
   auto* args = new ReplayArgs();
   CLI::App* cmd = app.add_subcommand(
       "replay",
-      "replay corpus files and check each observed verdict against its `expect`.\n"
-      "Exit 0: all as expected; 1: a regression or a changed verdict; 2: an invalid file;\n"
+      "replay corpus files and check each observed verdict against its `expect`, and the\n"
+      "observed finding against the recorded one (verdict, check, kernel set, first diverging node).\n"
+      "Exit 0: all as expected; 1: a regression, or a changed verdict or finding (CHANGED);\n"
+      "2: an invalid file;\n"
       "3: a recorded failure now passes (update its `expect`).");
   cmd->add_option("paths", args->paths, "corpus files or folders (searched for *.json)")->required();
   cmd->add_flag("-v,--verbose", args->verbose, "print every finding and the graphs before and after the passes");

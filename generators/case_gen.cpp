@@ -33,6 +33,8 @@ struct CaseDraw {
   DynamicDraw dynamic;
   AttentionDraw attention;
   StartPosDraw start_pos;
+  size_t variant = 0;    // index into CaseSpace::variants
+  size_t alignment = 0;  // index into CaseSpace::causal_alignments
 };
 
 // Caps at one RapidCheck size.
@@ -66,7 +68,21 @@ Caps caps_at(const GenPolicy& p, const CaseSpace& space, int size) {
   return c;
 }
 
-Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps) {
+// The variant and alignment come from the target's lists: drawn as indices
+// so that they shrink toward the first entry, independently of the rest.
+rc::Gen<size_t> gen_variant(const CaseSpace& space) {
+  if (space.variants.empty()) return gen::just<size_t>(0);
+  std::vector<double> weights;
+  for (const auto& [name, w] : space.variants) weights.push_back(w);
+  return gen_choice(weights, "CaseSpace.variants");
+}
+
+rc::Gen<size_t> gen_alignment(const CaseSpace& space) {
+  if (space.causal_alignments.size() < 2) return gen::just<size_t>(0);
+  return gen::inRange<size_t>(0, space.causal_alignments.size());
+}
+
+Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpace& space) {
   Case c;
   c.dtype = d.dtype;
   c.layout = d.layout;
@@ -85,6 +101,9 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps) {
   const bool cache = apply_cache_position(d.start_pos, caps.len, c);
   apply_attention(d.attention, c);
   if (!cache) c.start_pos = start_pos_for(d.start_pos, c);
+  if (!space.variants.empty()) c.variant = space.variants[d.variant].first;
+  if (c.is_causal && !space.causal_alignments.empty())
+    c.causal_alignment = space.causal_alignments[d.alignment];
   return c;
 }
 
@@ -105,8 +124,10 @@ Gen<Case> gen_case(const GenPolicy& p, const CaseSpace& space) {
         gen::set(&CaseDraw::data, gen_data(p)),
         gen::set(&CaseDraw::dynamic, gen_dynamic(p, space, caps.batch_rank, caps.len)),
         gen::set(&CaseDraw::attention, gen_attention(p, space, caps.batch_rank, caps.len)),
-        gen::set(&CaseDraw::start_pos, gen_start_pos(p, space, caps.len)));
-    return gen::map(draw, [p, caps](const CaseDraw& d) { return fit(d, p, caps); });
+        gen::set(&CaseDraw::start_pos, gen_start_pos(p, space, caps.len)),
+        gen::set(&CaseDraw::variant, gen_variant(space)),
+        gen::set(&CaseDraw::alignment, gen_alignment(space)));
+    return gen::map(draw, [p, caps, space](const CaseDraw& d) { return fit(d, p, caps, space); });
   });
 }
 

@@ -96,9 +96,10 @@ MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
   // lazyProduct: plain dot products in index order, no blocking.
   MatrixL s = query(b, h).lazyProduct(key(b, h).transpose());
   s *= static_cast<long double>(c_.effective_scale());  // once, after the dot product
-  if (c_.is_causal)                                     // top-left: row i keeps keys j <= i
+  if (c_.is_causal)  // top-left keeps j <= i, bottom-right j <= i + Lkv - Lq
     for (int64_t i = 0; i < s_.Lq; ++i)
-      for (int64_t j = i + 1; j < s_.Lkv; ++j) s(i, j) = kNegInf;
+      for (int64_t j = 0; j < s_.Lkv; ++j)
+        if (!c_.causal_keeps(i, j, s_.Lq, s_.Lkv)) s(i, j) = kNegInf;
   if (!t_.mask) return s;
   const Tensor& mask = *t_.mask;
   const int64_t base = mask_base(b, h), si = mask_strides_.end()[-2], sj = mask_strides_.back();

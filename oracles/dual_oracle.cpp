@@ -97,8 +97,8 @@ Golden DualOracle::golden(const Case& c, const CaseTensors& t, const Assignment&
 }
 
 ErrorBound DualOracle::bound(const Case& c, const CaseTensors& t, const Golden& g,
-                             DType dtype) const {
-  return error_bound(c, t, g, dtype);
+                             const KernelNumerics& numerics) const {
+  return error_bound(c, t, g, numerics);
 }
 
 std::unique_ptr<ReferenceModel> make_dual_oracle() { return std::make_unique<DualOracle>(); }

@@ -12,15 +12,21 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The case-wide constants of the model.
 struct Model {
-  DType dtype;
-  double u_acc, u_out, d, scale, f;
-  bool dropout;
+  KernelNumerics::Kind kind;
+  FloatNumerics fp;
+  QuantizedNumerics quant;
+  double u_a = 0, u_op = 0, u_sc = 0, u_p = 0, d = 0, scale = 0, f = 1;
+  bool dropout = false, additive_mask = false;
+  double s_q = 0, s_k = 0, s_v = 0, s_o = 0;  // quantization steps of this run
 };
 
 // What the bound of one query row reads from the call.
 struct RowInputs {
   int64_t n = 0;  // kept keys
   double qn = 0, kn = 0, M = 0, vmax = 0, g_max = 0;
+  double W = 0;                  // max_e sum_j p_j |v_je|
+  double q_l1 = 0, qlogit = 0;   // quantized: |q_i|_1, the largest logit error over kept keys
+  double quant_weighted = 0;     // quantized: the largest per-element output term
   bool finite = true;
 };
 
@@ -29,10 +35,47 @@ struct RowBound {
   bool capped = false;
 };
 
-RowInputs row_inputs(const MatrixL& scores, const MatrixL& q, const MatrixL& k, const MatrixL& v,
-                     int64_t i, const double* g_row, int64_t Ev) {
+// Softmax weights of row i in long double; empty when the row is fully masked.
+std::vector<long double> weights(const MatrixL& scores, int64_t i) {
+  long double mx = -std::numeric_limits<long double>::infinity(), total = 0;
+  for (int64_t j = 0; j < scores.cols(); ++j) mx = std::fmax(mx, scores(i, j));
+  std::vector<long double> p(scores.cols(), 0.0L);
+  if (!std::isfinite(mx)) return {};
+  for (int64_t j = 0; j < scores.cols(); ++j) total += p[j] = std::exp(scores(i, j) - mx);
+  for (auto& x : p) x /= total;
+  return p;
+}
+
+// Quantized terms of one row: the logit error and the largest output term.
+void quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& k, const MatrixL& v,
+                     const std::vector<long double>& p, int64_t i, double rel, RowInputs& r) {
+  const QuantizedNumerics& qn = m.quant;
+  for (int64_t j = 0; j < scores.cols(); ++j) {
+    if (scores(i, j) == -std::numeric_limits<long double>::infinity()) continue;
+    const double k_l1 = static_cast<double>(k.row(j).cwiseAbs().sum());
+    const double e = m.scale * (m.s_q / 2 * k_l1 + m.s_k / 2 * r.q_l1 + m.d * m.s_q * m.s_k / 4) +
+                     qn.multiplier_rel * std::fabs(static_cast<double>(scores(i, j))) + qn.score_step;
+    r.qlogit = std::fmax(r.qlogit, e);
+  }
+  if (rel < 0) return;  // first pass: only the logit error
+  for (int64_t e = 0; e < v.cols(); ++e) {
+    long double weighted = 0, plain = 0;
+    for (int64_t j = 0; j < scores.cols(); ++j) {
+      if (scores(i, j) == -std::numeric_limits<long double>::infinity()) continue;
+      const long double a = std::fabs(v(j, e)) + m.s_v / 2;
+      weighted += p[j] * a;
+      plain += a;
+    }
+    r.quant_weighted = std::fmax(r.quant_weighted,
+                                 static_cast<double>(rel * weighted + qn.prob_step / 2 * plain));
+  }
+}
+
+RowInputs row_inputs(const Model& m, const MatrixL& scores, const MatrixL& q, const MatrixL& k,
+                     const MatrixL& v, int64_t i, const double* g_row, int64_t Ev) {
   RowInputs r;
   r.qn = static_cast<double>(q.row(i).norm());
+  r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
   long double row_max = -std::numeric_limits<long double>::infinity();
   for (int64_t j = 0; j < scores.cols(); ++j) {
     long double s = scores(i, j);
@@ -52,38 +95,80 @@ RowInputs row_inputs(const MatrixL& scores, const MatrixL& q, const MatrixL& k, 
     r.g_max = std::fmax(r.g_max, std::fabs(g_row[e]));
   }
   r.finite = r.finite && std::isfinite(r.qn) && std::isfinite(r.kn) && std::isfinite(r.vmax);
+  if (!r.finite || r.n == 0) return r;
+  const std::vector<long double> p = weights(scores, i);
+  for (int64_t e = 0; e < Ev; ++e) {
+    long double w = 0;
+    for (int64_t j = 0; j < scores.cols(); ++j) w += p[j] * std::fabs(v(j, e));
+    r.W = std::fmax(r.W, static_cast<double>(w));
+  }
+  if (m.kind == KernelNumerics::Kind::quantized) {
+    quantized_terms(m, scores, k, v, p, i, -1, r);
+    const double rel = std::expm1(2 * r.qlogit) + (r.n + 2) * unit_roundoff(m.quant.softmax);
+    quantized_terms(m, scores, k, v, p, i, rel, r);
+  }
   return r;
+}
+
+RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
+  RowBound b;
+  const double n = static_cast<double>(r.n), vq = r.vmax + m.s_v;
+  b.logit_err = r.qlogit;
+  b.softmax_rel = std::expm1(2 * r.qlogit) + (n + 2) * unit_roundoff(m.quant.softmax);
+  const double first_order = r.quant_weighted + m.s_v / 2 + m.s_o / 2 +
+                             (m.quant.multiplier_rel + 2 * unit_roundoff(DType::f32)) * vq;
+  // Kernel and golden are weighted sums of (dequantized) v rows.
+  const double cap = (2 + n * m.quant.prob_step / 2 + b.softmax_rel) * vq + m.s_o / 2;
+  b.capped = cap < first_order;
+  b.bound = b.typical = std::fmin(first_order, cap);
+  return b;
+}
+
+RowBound float_row_bound(const Model& m, const RowInputs& r) {
+  RowBound b;
+  const double out_rounding = ulp(m.fp.storage, r.g_max);
+  const double n = static_cast<double>(r.n), dot = m.scale * r.qn * r.kn;
+  const double dropout_rounding = m.dropout ? m.u_a + m.u_p : 0.0;
+  const double split = m.fp.split_scale ? 2 * m.u_a : 0.0;
+  auto bound_with = [&](double d, double n_sum, double& logit, double& rel) {
+    logit = dot * (d * m.u_a + 2 * m.u_op + split) + m.u_sc * r.M * (m.additive_mask ? 2 : 1);
+    rel = std::expm1(2 * logit) + (n_sum + 2) * m.u_a + m.u_p + dropout_rounding;
+    return (rel + n_sum * m.u_a) * r.W * m.f;
+  };
+  double typical_logit, typical_rel;
+  b.typical = bound_with(std::sqrt(m.d), std::sqrt(n), typical_logit, typical_rel) + out_rounding;
+  const double first_order = bound_with(m.d, n, b.logit_err, b.softmax_rel);
+  const double cap = r.vmax * m.f * (2 + (2 * n + 3) * m.u_a + 2 * m.u_p);
+  b.capped = cap < first_order;
+  b.bound = std::fmin(first_order, cap) + out_rounding;
+  b.typical = std::fmin(b.typical, b.bound);
+  return b;
 }
 
 RowBound row_bound(const Model& m, const RowInputs& r) {
   RowBound b;
-  const double out_rounding = ulp(m.dtype, r.g_max);
   if (!r.finite) {
     b.bound = b.typical = kInf;
     return b;
   }
   if (r.n == 0) {
-    b.bound = b.typical = out_rounding;
+    b.bound = b.typical = m.kind == KernelNumerics::Kind::quantized ? m.s_o / 2 : ulp(m.fp.storage, r.g_max);
     return b;
   }
-  const double n = static_cast<double>(r.n), dot = m.scale * r.qn * r.kn;
-  // Dropout: 1/(1-p) rounded, and its product with each weight.
-  const double dropout_rounding = m.dropout ? m.u_acc + m.u_out : 0.0;
-  auto bound_with = [&](double d, double n_sum, double& logit, double& rel) {
-    // 5 u_out: sqrt(|scale|) rounded and applied to q and to k (PyTorch
-    // splits the scale), or scale rounded and applied once; the stored score.
-    logit = dot * (d * m.u_acc + 5 * m.u_out) + m.u_out * r.M;
-    rel = 2 * logit + (n_sum + 2) * m.u_acc + m.u_out + dropout_rounding;
-    return (rel + n_sum * m.u_acc) * r.vmax * m.f;
-  };
-  double typical_logit, typical_rel;
-  b.typical = bound_with(std::sqrt(m.d), std::sqrt(n), typical_logit, typical_rel) + out_rounding;
-  const double first_order = bound_with(m.d, n, b.logit_err, b.softmax_rel);
-  const double cap = r.vmax * m.f * (2 + (2 * n + 3) * m.u_acc + 2 * m.u_out);
-  b.capped = cap < first_order;
-  b.bound = std::fmin(first_order, cap) + out_rounding;
-  b.typical = std::fmin(b.typical, b.bound);
-  return b;
+  return m.kind == KernelNumerics::Kind::quantized ? quantized_row_bound(m, r) : float_row_bound(m, r);
+}
+
+nlohmann::json describe_numerics(const Model& m) {
+  if (m.kind == KernelNumerics::Kind::quantized)
+    return {{"numerics", "quantized"}, {"input_qmax", m.quant.input_qmax},
+            {"s_q", m.s_q}, {"s_k", m.s_k}, {"s_v", m.s_v}, {"s_o", m.s_o},
+            {"score_step", m.quant.score_step}, {"prob_step", m.quant.prob_step},
+            {"multiplier_rel", m.quant.multiplier_rel}, {"softmax", dtype_name(m.quant.softmax)}};
+  return {{"numerics", m.kind == KernelNumerics::Kind::exact ? "exact" : "float"},
+          {"dtype", dtype_name(m.fp.storage)}, {"accumulation", dtype_name(m.fp.accumulation)},
+          {"operands", dtype_name(m.fp.operands)}, {"scores", dtype_name(m.fp.scores)},
+          {"probabilities", dtype_name(m.fp.probabilities)}, {"split_scale", m.fp.split_scale},
+          {"u_acc", m.u_a}, {"u_out", unit_roundoff(m.fp.storage)}, {"u_p", m.u_p}};
 }
 
 nlohmann::json describe(const Model& m, const RowInputs& r, const RowBound& b, int64_t row,
@@ -93,51 +178,53 @@ nlohmann::json describe(const Model& m, const RowInputs& r, const RowBound& b, i
     index[d] = rest % rows[d];
     rest /= rows[d];
   }
-  return {{"dtype", dtype_name(m.dtype)},
-          {"u_acc", m.u_acc},
-          {"u_out", m.u_out},
-          {"d", m.d},
-          {"n", r.n},
-          {"scale", m.scale},
-          {"qn", r.qn},
-          {"kn", r.kn},
-          {"M", r.M},
-          {"Vmax", r.vmax},
-          {"dropout_factor", m.f},
-          {"logit_err", b.logit_err},
-          {"softmax_rel", b.softmax_rel},
-          {"capped", b.capped},
-          {"golden_row_max", r.g_max},
-          {"bound", b.bound},
-          {"typical_estimate", b.typical},
-          {"row", row},
-          {"row_index", index}};
+  nlohmann::json j = describe_numerics(m);
+  j.update({{"d", m.d}, {"n", r.n}, {"scale", m.scale}, {"qn", r.qn}, {"kn", r.kn}, {"M", r.M},
+            {"Vmax", r.vmax}, {"W", r.W}, {"dropout_factor", m.f}, {"logit_err", b.logit_err},
+            {"softmax_rel", b.softmax_rel}, {"capped", b.capped}, {"golden_row_max", r.g_max},
+            {"bound", b.bound}, {"typical_estimate", b.typical}, {"row", row}, {"row_index", index}});
+  return j;
+}
+
+Model make_model(const Case& c, const CaseTensors& t, const KernelNumerics& numerics, int64_t E) {
+  Model m;
+  m.kind = numerics.kind;
+  m.fp = numerics.kind == KernelNumerics::Kind::exact ? KernelNumerics::naive(DType::f64).fp : numerics.fp;
+  m.quant = numerics.quant;
+  m.u_a = unit_roundoff(m.fp.accumulation);
+  m.u_op = unit_roundoff(m.fp.operands);
+  m.u_sc = unit_roundoff(m.fp.scores);
+  m.u_p = unit_roundoff(m.fp.probabilities);
+  m.d = static_cast<double>(E);
+  m.scale = std::fabs(c.effective_scale());
+  m.dropout = c.dropout_p > 0;
+  m.f = m.dropout ? 1.0 / (1.0 - c.dropout_p) : 1.0;
+  m.additive_mask = t.mask && t.mask->dtype != DType::b8;
+  if (numerics.kind == KernelNumerics::Kind::quantized) {
+    m.s_q = t.q.max_abs() / m.quant.input_qmax;
+    m.s_k = t.k.max_abs() / m.quant.input_qmax;
+    m.s_v = t.v.max_abs() / m.quant.input_qmax;
+    m.s_o = t.v.max_abs() / m.quant.output_qmax;
+  }
+  return m;
 }
 
 }  // namespace
 
 ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DType dtype) {
+  return error_bound(c, t, g, KernelNumerics::naive(dtype));
+}
+
+ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
+                       const KernelNumerics& numerics) {
+  if (numerics.kind == KernelNumerics::Kind::none)
+    throw std::invalid_argument("no error model: the kernel set declares no numerics");
   AttentionCall call(c, t);
   const ConcreteSizes& s = call.sizes();
-  ErrorBound eb;
-  if (!is_floating(dtype)) {
-    eb.row_bound.assign(call.rows(), kInf);
-    eb.row_typical.assign(call.rows(), kInf);
-    eb.inputs = {{"dtype", dtype_name(dtype)},
-                 {"note",
-                  "no float error model for an integer dtype: quantized stages are "
-                  "checked against their own fake-quantized references"}};
-    return eb;
-  }
-  const Model m{dtype,
-                unit_roundoff(accumulation_type(dtype)),
-                unit_roundoff(dtype),
-                static_cast<double>(s.E),
-                std::fabs(c.effective_scale()),
-                c.dropout_p > 0 ? 1.0 / (1.0 - c.dropout_p) : 1.0,
-                c.dropout_p > 0};
+  const Model m = make_model(c, t, numerics, s.E);
   Shape rows = s.batch;
   rows.insert(rows.end(), {s.Hq, s.Lq});
+  ErrorBound eb;
   eb.row_bound.resize(call.rows());
   eb.row_typical.resize(call.rows());
   double worst = -1;
@@ -147,7 +234,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DTy
                     v = call.value(b, h);
       for (int64_t i = 0; i < s.Lq; ++i) {
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
-        RowInputs r = row_inputs(scores, q, k, v, i, g.out.data.data() + row * s.Ev, s.Ev);
+        RowInputs r = row_inputs(m, scores, q, k, v, i, g.out.data.data() + row * s.Ev, s.Ev);
         RowBound rb = row_bound(m, r);
         eb.row_bound[row] = rb.bound;
         eb.row_typical[row] = rb.typical;
@@ -159,6 +246,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DTy
         }
       }
     }
+  if (eb.inputs.is_null()) eb.inputs = describe_numerics(m);
   return eb;
 }
 

@@ -1,27 +1,49 @@
 #pragma once
-/// The error model (NUMERICS.md, "Error model"): how far a kernel computing
-/// the call in a given dtype may stray from the golden output, per row.
+/// The error model (NUMERICS.md, "Error model"): how far a kernel set that
+/// computes as its KernelNumerics declares may stray from the golden output,
+/// per row.
+#include <stdexcept>
+
 #include "harness/check/reference.h"
 
 namespace sdpa {
 
 /// An absolute bound on |kernel - golden| for each query row of
 /// [batch..., Hq, Lq], worst case to first order in the unit roundoffs, so
-/// that exceeding it is a real inaccuracy. With u_acc and u_out the unit
-/// roundoffs of the accumulation type and of `dtype`, d = E, n the kept keys
-/// of the row, qn = |q_i|, kn = max |k_j| and Vmax = max |v_je| over kept j,
-/// M = max |s_ij| over the keys within 40 of the row's max score, and f the
-/// dropout factor 1/(1-p):
-///   logit_err   = |scale| qn kn (d u_acc + 5 u_out) + u_out M
-///   softmax_rel = 2 logit_err + (n + 2) u_acc + u_out [+ u_acc + u_out with dropout]
-///   bound       = min(softmax_rel Vmax f + n u_acc Vmax f, cap) + ulp(dtype, max_e |G_ie|)
-/// where cap = Vmax f (2 + (2n + 3) u_acc + 2 u_out) holds whatever the
-/// logit errors, as kernel and golden are both weighted sums of v rows.
+/// that exceeding it is a real inaccuracy. Per row: d = E, n the kept keys,
+/// qn = |q_i|, kn = max |k_j|, p_j the exact softmax weights, W = max_e
+/// sum_j p_j |v_je| (what an output element is averaged from, never above
+/// max|V| and unaffected by cancellation), M = max |s_ij| over the keys
+/// within 40 of the row's max score, f the dropout factor 1/(1-p).
+///
+/// Float numerics (u_a, u_op, u_sc, u_p, u_out: the unit roundoffs of the
+/// accumulation, operand, score, probability and storage types):
+///   logit_err   = |scale| qn kn (d u_a + 2 u_op [+ 2 u_a when the scale is
+///                 split]) + u_sc M [twice with an additive mask]
+///   softmax_rel = expm1(2 logit_err) + (n + 2) u_a + u_p [+ u_a + u_p with dropout]
+///   bound       = min((softmax_rel + n u_a) W f, cap) + ulp(u_out, max_e |G_ie|)
+/// where cap = Vmax f (2 + (2n + 3) u_a + 2 u_p) holds whatever the logit
+/// errors, as kernel and golden are both weighted sums of v rows.
+///
+/// Quantized numerics (steps s_q, s_k, s_v = max|x| / input_qmax of the
+/// run's tensors, s_o = max|v| / output_qmax, score_step, prob_step):
+///   logit_err   = |scale| (s_q/2 |k_j|_1 + s_k/2 |q_i|_1 + d s_q s_k / 4)
+///                 + multiplier_rel |s_ij| + score_step, max over kept j
+///   softmax_rel = expm1(2 logit_err) + (n + 2) u_softmax
+///   bound       = max_e [softmax_rel sum_j p_j (|v_je| + s_v/2)
+///                 + prob_step/2 sum_j (|v_je| + s_v/2)] + s_v/2 + s_o/2
+///                 + (multiplier_rel + 2 u_f32)(Vmax + s_v)
+/// and its typical estimate is the bound itself (no statistical model).
+///
 /// A fully masked row (n = 0) gets the output rounding alone; a row with a
 /// non-finite input or score gets +inf (its NaN/inf positions are checked
 /// instead). `inputs` holds every term for the row with the largest bound,
-/// and the typical (sqrt(d), sqrt(n)) estimate. Integer dtypes have no float
-/// model here: every row gets +inf.
+/// and the typical (sqrt(d), sqrt(n)) estimate. Exact numerics are bounded
+/// as float numerics in f64. Kind::none has no bound: std::invalid_argument.
+ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
+                       const KernelNumerics& numerics);
+
+/// The bound of a naive kernel in `dtype` (KernelNumerics::naive).
 ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g, DType dtype);
 
 }  // namespace sdpa

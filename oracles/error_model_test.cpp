@@ -62,13 +62,50 @@ TEST(ErrorModel, InputsHoldEveryTermOfTheWorstRow) {
   EXPECT_LT(b.inputs["typical_estimate"].get<double>(), b.max_bound());
 }
 
-TEST(ErrorModel, NonFiniteRowsAndIntegerDtypesGetNoFiniteBound) {
+TEST(ErrorModel, NonFiniteRowsGetNoFiniteBoundAndNoNumericsNoBound) {
   Case c = make_case(1, 1, 2, 3, 2, 2);
   CaseTensors t = make_case_tensors(c, {});
   t.v.data[0] = INFINITY;
   ErrorBound b = error_bound(c, t, eigen_golden(c, t, {}), DType::f32);
   EXPECT_EQ(b.row_bound[0], INFINITY);
-  EXPECT_EQ(bound_of(c, DType::i8).row_bound[1], INFINITY);
+  // An integer dtype has no float model, and no numerics is no bound at all.
+  EXPECT_THROW(bound_of(c, DType::i8), std::invalid_argument);
+  CaseTensors t2 = make_case_tensors(c, {});
+  EXPECT_THROW(error_bound(c, t2, eigen_golden(c, t2, {}), KernelNumerics{}), std::invalid_argument);
+}
+
+// The bound follows the declaration: f32 scores drop the bf16 logit charge,
+// and P rounded in f32 drops the bf16 P charge, on the same bf16 case.
+TEST(ErrorModel, DeclaredNumericsNotTheCaseDtypeSetTheBound) {
+  Case c = make_case(2, 2, 4, 16, 16, 8);
+  c.dtype = DType::bf16;
+  c.scale = 3.0;  // large logits: the stored-score term matters
+  CaseTensors t = make_case_tensors(c, {});
+  Golden g = eigen_golden(c, t, {});
+  const double naive = error_bound(c, t, g, KernelNumerics::naive(DType::bf16)).max_bound();
+  FloatNumerics fused{DType::bf16, DType::f32, DType::f32, DType::f32, DType::bf16, false};
+  const double custom = error_bound(c, t, g, KernelNumerics::floating(fused)).max_bound();
+  const double upcast = error_bound(c, t, g, KernelNumerics::upcast(DType::bf16, true)).max_bound();
+  EXPECT_LT(custom, naive / 4);
+  EXPECT_LT(upcast, custom);
+  ErrorBound b = error_bound(c, t, g, KernelNumerics::floating(fused));
+  EXPECT_EQ(b.inputs["scores"], "f32");
+  EXPECT_EQ(b.inputs["probabilities"], "bf16");
+  EXPECT_LE(b.inputs["W"].get<double>(), b.inputs["Vmax"].get<double>());
+}
+
+// P @ V rounding is charged against sum_j p_j |v_j|, not max |V|: a row of
+// small values next to one huge value key that the softmax ignores.
+TEST(ErrorModel, ValueRoundingIsWeightedByTheSoftmax) {
+  Case c = make_case(1, 1, 1, 2, 2, 1);
+  c.dtype = DType::bf16;
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0, 1.0};
+  t.k.data = {8.0, 8.0, -8.0, -8.0};  // key 1 weighs about e^-22.6 = 1.5e-10
+  t.v.data = {0.01, 1000.0};
+  Golden g = eigen_golden(c, t, {});
+  ErrorBound b = error_bound(c, t, g, KernelNumerics::upcast(DType::bf16, true));
+  EXPECT_LT(b.row_bound[0], 1e-3);  // u * max|V| would be 4
 }
 
 // The reference kernel in emulated numerics is a naive computation of the

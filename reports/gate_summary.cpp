@@ -24,10 +24,10 @@ std::string gate_markdown(const GateReport& r) {
   o << "## sdpacheck gate: " << r.target << " `" << r.base_label << "` → `" << r.head_label << "`\n\n";
   o << (fails.empty() ? "**Gate passed.**" : "**Gate failed:** ");
   for (size_t i = 0; i < fails.size(); ++i) o << (i ? "; " : "") << fails[i];
-  o << "\n\n" << r.comparison.cases << " cases (seed " << r.seed << "), "
-    << r.comparison.unchanged << " decisions unchanged (" << r.comparison.still_unsound
+  o << "\n\n" << r.comparison.cases << " cases (seed " << r.seed << "), " << r.comparison.decisions
+    << " guard decisions, " << r.comparison.unchanged << " decisions unchanged (" << r.comparison.still_unsound
     << " of them unsound in both, " << r.comparison.still_missed << " missed in both).\n\n";
-  o << "| class | cases | effect on the gate |\n|---|---:|---|\n";
+  o << "| class | decisions | effect on the gate |\n|---|---:|---|\n";
   for (GateClass c : gate_classes()) {
     std::string effect = c == GateClass::newly_unsound ? "fails"
                          : c == GateClass::newly_missed ? (r.allow_missed ? "allowed" : "fails")
@@ -38,6 +38,7 @@ std::string gate_markdown(const GateReport& r) {
     const GateChange* s = smallest(r.comparison.changes.at(c));
     if (!s) continue;
     o << "\n### " << gate_class_name(c) << ": smallest case\n\n`" << case_summary(s->head.c) << "`\n\n"
+      << (s->head.node.empty() ? "" : "- node: `" + s->head.node + "` (pass " + s->head.pass + ")\n")
       << "- before: " << (s->base.rewrite ? "rewritten" : "kept (rule " + s->base.rule + ")")
       << (s->base.sound ? ", sound" : ", unsound") << " (" << s->base.verdict << ")\n"
       << "- after: " << (s->head.rewrite ? "rewritten" : "kept (rule " + s->head.rule + ")")
@@ -58,6 +59,7 @@ nlohmann::json gate_json(const GateReport& r) {
   j["head"] = r.head_label;
   j["seed"] = r.seed;
   j["cases"] = r.comparison.cases;
+  j["decisions"] = r.comparison.decisions;
   j["unchanged"] = r.comparison.unchanged;
   j["still_unsound"] = r.comparison.still_unsound;
   j["still_missed"] = r.comparison.still_missed;

@@ -43,6 +43,21 @@ bool masked_in_query_dtype(const Case& c, const CaseTensors& t, int64_t row) {
   return true;
 }
 
+// The rewritten graph upcasts f16/bf16 to f32, splits sqrt(scale) into q
+// and k^T and casts the output back: every op computes in f32. LibTorch
+// 1.13's fused op (a kept node, passes off) computes in the case dtype:
+// q * scale, the scores and P stored in it, bmm accumulating in f32.
+KernelNumerics libtorch_numerics(const Case& c, const Graph& g) {
+  if (g.count(kSdpaOp) > 0) return KernelNumerics::naive(c.dtype);
+  return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
+}
+
+// The portable SDPA kernel follows the math backend (f32 op-math, split
+// scale), as the decomposition does: the same numerics either way.
+KernelNumerics portable_numerics(const Case& c, const Graph&) {
+  return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
+}
+
 class AtenTarget : public Target {
  public:
   explicit AtenTarget(Options options)
@@ -77,10 +92,11 @@ class AtenTarget : public Target {
     const std::string& which = options_.at("kernels");
     std::vector<KernelSetInfo> out;
     if (which == "all" || which == "libtorch")
-      out.push_back({&libtorch_kernels(), libtorch_dtypes(), "real ATen ops from LibTorch 1.13"});
+      out.push_back({&libtorch_kernels(), libtorch_dtypes(), "real ATen ops from LibTorch 1.13",
+                     libtorch_numerics});
     if (which == "all" || which == "portable")
       out.push_back({&portable_, {DType::f32, DType::f16, DType::bf16, DType::f64},
-                     "naive kernels in the case dtype, f16/bf16 emulated exactly"});
+                     "naive kernels in the case dtype, f16/bf16 emulated exactly", portable_numerics});
     return out;
   }
 

@@ -113,7 +113,8 @@ class Emitter {
 
 }  // namespace
 
-Pass::Result MathDecompositionPass::run(const Graph& g, const ShapeEnv& env, bool force) const {
+Pass::Result MathDecompositionPass::run(const Graph& g, const ShapeEnv& env,
+                                        const RewriteControl& control) const {
   Result result;
   GraphRewriter rw(g);
   for (const Node& n : g.nodes) {
@@ -126,8 +127,9 @@ Pass::Result MathDecompositionPass::run(const Graph& g, const ShapeEnv& env, boo
     GuardContext guard(env, "%" + n.name);
     guard.rule("aten-accepts", true, "every call aten accepts decomposes");
     Decision d = guard.finish();
+    d.forced = !d.rewrite && control.rewrites(d);
     result.decisions.push_back(d);
-    if (!d.rewrite && !force) {
+    if (!control.rewrites(d)) {
       rw.copy(n);
       continue;
     }

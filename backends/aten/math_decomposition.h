@@ -15,7 +15,8 @@ class MathDecompositionPass : public Pass {
  public:
   explicit MathDecompositionPass(Mutant mutant) : mutant_(mutant) {}
   std::string name() const override { return "math-decomposition"; }
-  Result run(const Graph& g, const ShapeEnv& env, bool force) const override;
+  using Pass::run;
+  Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override;
 
  private:
   Mutant mutant_;

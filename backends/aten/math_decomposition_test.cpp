@@ -31,7 +31,7 @@ Case gqa_case() {
 TEST(MathDecomposition, EmitsTheMathGraph) {
   Case c = gqa_case();
   Graph g = sdpa_entry_graph(c);
-  Pass::Result r = MathDecompositionPass(Mutant::none).run(g, c.shape_env(), false);
+  Pass::Result r = MathDecompositionPass(Mutant::none).run(g, c.shape_env());
   ASSERT_EQ(r.decisions.size(), 1u);
   EXPECT_TRUE(r.decisions[0].rewrite);
   EXPECT_TRUE(verify_graph(r.graph).empty());
@@ -49,9 +49,9 @@ TEST(MathDecomposition, MutantsChangeTheGraph) {
   Case c = gqa_case();
   Graph g = sdpa_entry_graph(c);
   ShapeEnv env = c.shape_env();
-  EXPECT_EQ(MathDecompositionPass(Mutant::drop_scale).run(g, env, false).graph.count("aten.mul.Scalar"), 0);
-  EXPECT_EQ(MathDecompositionPass(Mutant::gqa_modulo).run(g, env, false).graph.count("aten.repeat.default"), 2);
-  std::string br = print_graph(MathDecompositionPass(Mutant::causal_bottom_right).run(g, env, false).graph);
+  EXPECT_EQ(MathDecompositionPass(Mutant::drop_scale).run(g, env).graph.count("aten.mul.Scalar"), 0);
+  EXPECT_EQ(MathDecompositionPass(Mutant::gqa_modulo).run(g, env).graph.count("aten.repeat.default"), 2);
+  std::string br = print_graph(MathDecompositionPass(Mutant::causal_bottom_right).run(g, env).graph);
   EXPECT_NE(br.find("aten.tril.default](args = (%ones, 0)"), std::string::npos) << br;  // s0 - s0 = 0
 }
 
@@ -61,7 +61,7 @@ TEST(MathDecomposition, ExactRunMatchesTheFusedReference) {
   c.dtype = DType::f64;
   c.data.seed = 11;
   Graph g = sdpa_entry_graph(c);
-  Graph d = MathDecompositionPass(Mutant::none).run(g, c.shape_env(), false).graph;
+  Graph d = MathDecompositionPass(Mutant::none).run(g, c.shape_env()).graph;
   CaseTensors t = make_case_tensors(c, c.runtime[0]);
   std::map<std::string, Tensor> in{{"q", t.q}, {"k", t.k}, {"v", t.v}};
   RunContext ctx{c.runtime[0], c.data.seed};

@@ -36,7 +36,7 @@ std::map<std::string, Tensor> inputs(const Case& c) {
 
 TEST(LibtorchKernels, DecompositionAgreesWithExactInF64) {
   Case c = masked_case(DType::f64);
-  Graph d = MathDecompositionPass(Mutant::none).run(sdpa_entry_graph(c), c.shape_env(), false).graph;
+  Graph d = MathDecompositionPass(Mutant::none).run(sdpa_entry_graph(c), c.shape_env()).graph;
   Tensor torch = interpret(d, libtorch_kernels(), inputs(c), {}).outputs[0];
   Tensor exact = interpret(d, exact_kernels(), inputs(c), {}).outputs[0];
   for (int64_t i = 0; i < exact.numel(); ++i) EXPECT_NEAR(torch.data[i], exact.data[i], 1e-13);
@@ -58,7 +58,7 @@ TEST(LibtorchKernels, FusedOpGivesNanForAFullyMaskedRow) {
 
 TEST(LibtorchKernels, HalfIsUnsupportedNotComputedAnotherWay) {
   Case c = masked_case(DType::f16);
-  Graph d = MathDecompositionPass(Mutant::none).run(sdpa_entry_graph(c), c.shape_env(), false).graph;
+  Graph d = MathDecompositionPass(Mutant::none).run(sdpa_entry_graph(c), c.shape_env()).graph;
   // The decomposition upcasts to f32, which LibTorch computes; the fused op in f16 it does not.
   EXPECT_NO_THROW(interpret(d, libtorch_kernels(), inputs(c), {}));
   try {

@@ -41,7 +41,11 @@ void validate_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
 // Scalar arithmetic of one numerics: long double, or the kernel's f32.
 struct Arith {
   bool exact;
+  DType pv_acc = DType::f32;  // where P @ V accumulates (a self-test mutant changes it)
   long double round_acc(long double x) const { return exact ? x : static_cast<float>(x); }
+  long double round_pv(long double x) const {
+    return exact ? x : round_to(pv_acc, static_cast<float>(x));
+  }
   long double exp(long double x) const {
     return exact ? std::exp(x) : std::exp(static_cast<float>(x));
   }
@@ -53,9 +57,9 @@ struct Shapes {
 
 class FlashAttention {
  public:
-  FlashAttention(const KernelArgs& a, Numerics n)
+  FlashAttention(const KernelArgs& a, Numerics n, DType pv_acc)
       : q_(a.tensor(0)), k_(a.tensor(1)), v_(a.tensor(2)), mask_(a.optional_tensor(4)),
-        arith_{n == Numerics::exact}, out_dtype_(a.out_dtype()) {
+        arith_{n == Numerics::exact, pv_acc}, out_dtype_(a.out_dtype()) {
     start_pos_ = a.integer(3);
     is_causal_ = a.flag(6, false);
     s_ = {q_.size(0), q_.size(1), q_.size(2), q_.size(3), v_.size(1), k_.size(2), v_.size(3)};
@@ -163,9 +167,9 @@ class FlashAttention {
     row_sum = arith_.round_acc(sum + arith_.round_acc(exp_tmp * row_sum));
     row_max = m_new;
     for (int64_t e = 0; e < s_.Dv; ++e) {
-      long double acc = rescale ? arith_.round_acc(dst[e] * exp_tmp) : dst[e];
+      long double acc = rescale ? arith_.round_pv(dst[e] * exp_tmp) : dst[e];
       for (int64_t c = 0; c < cols; ++c)
-        acc = arith_.round_acc(acc + arith_.round_acc(x[c] * static_cast<long double>(v(b, n + c, hk, e))));
+        acc = arith_.round_pv(acc + arith_.round_acc(x[c] * static_cast<long double>(v(b, n + c, hk, e))));
       dst[e] = acc;
     }
   }
@@ -188,8 +192,8 @@ int64_t q_split_size(int64_t Lq) {
   return 32;
 }
 
-KernelFn custom_sdpa_kernel(Numerics numerics) {
-  return [numerics](const KernelArgs& a) {
+KernelFn custom_sdpa_kernel(Numerics numerics, DType pv_accumulation) {
+  return [numerics, pv_accumulation](const KernelArgs& a) {
     const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
     const Tensor* mask = a.optional_tensor(4);
     if (mask && a.flag(6, false)) recoverable("attn_mask and is_causal cannot be set at the same time");
@@ -197,7 +201,7 @@ KernelFn custom_sdpa_kernel(Numerics numerics) {
     if (q.dtype == DType::i8)
       throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
     (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
-    return std::vector<Tensor>{FlashAttention(a, numerics).run()};
+    return std::vector<Tensor>{FlashAttention(a, numerics, pv_accumulation).run()};
   };
 }
 

@@ -14,7 +14,9 @@ inline constexpr const char* kCustomSdpaOp = "llama.custom_sdpa.default";
 /// accumulation, P rounded to the activation dtype before P @ V).
 /// Recoverable checks (ET_KERNEL_CHECK) raise KernelError::recoverable,
 /// fatal ones (ET_CHECK_MSG) KernelError::fatal, with the upstream texts.
-KernelFn custom_sdpa_kernel(Numerics numerics);
+/// `pv_accumulation` other than f32 is a deliberately wrong kernel (the
+/// self-tests): P @ V summed in that type instead of f32.
+KernelFn custom_sdpa_kernel(Numerics numerics, DType pv_accumulation = DType::f32);
 
 /// q_split_size of cpu_flash_attention for a query length: 256, 64 or 32.
 int64_t q_split_size(int64_t Lq);

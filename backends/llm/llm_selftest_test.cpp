@@ -195,5 +195,48 @@ TEST(WeakenedContract, AssumeCausalFirst) {
   EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
 }
 
+// custom_sdpa summing P @ V in bf16 (upstream: f32): a sound rewrite on an
+// inaccurate kernel. The bound, derived from how custom_sdpa computes (f32
+// scores, P rounded to the activation dtype, f32 accumulation), must see it.
+TEST(KernelMutant, PvBf16AccumulationIsAnInaccurateKernelFoundAndShrunk) {
+  const Options mutant{{"guard", "contract"}, {"kernel_mutant", "pv-bf16-accumulation"}};
+  TargetRun r = fixture().campaign(mutant, 2000);
+  const WrittenFinding* w = find(r, "inaccurate-kernel", [](const Finding& f) {
+    return f.kernel_set == "custom_ops" && contains(f.first_node, "custom_sdpa");
+  });
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_GT(w->shrink_steps, 0);
+  EXPECT_GT(w->finding.error, w->finding.bound);
+  // The shrunk case fails on the mutant kernel alone: upstream numerics pass it.
+  auto wrong = fixture().registry.make("llm", mutant);
+  auto right = fixture().registry.make("llm", {{"guard", "contract"}});
+  EXPECT_EQ(run_case(*wrong, *fixture().reference, w->shrunk).verdict, Verdict::inaccurate_kernel);
+  EXPECT_EQ(run_case(*right, *fixture().reference, w->shrunk).verdict, Verdict::pass)
+      << case_summary(w->shrunk);
+  std::printf("pv-bf16-accumulation: found at case %lld, shrunk in %d steps to %s\n",
+              static_cast<long long>(w->iteration), w->shrink_steps, case_summary(w->shrunk).c_str());
+}
+
+// In bf16 calls, where P is already rounded to bf16 upstream, the bound
+// still sees the bf16 sum: the power the floor at max|V| took away.
+TEST(KernelMutant, PvBf16AccumulationIsFoundInBf16Calls) {
+  auto target = fixture().registry.make("llm", {{"guard", "contract"}, {"kernel_mutant", "pv-bf16-accumulation"}});
+  CaseGeneratorFactory bf16_only = [](CaseSpace s) {
+    s.dtypes = {DType::bf16};
+    return gen_case(GenPolicy::defaults(), s);
+  };
+  CampaignOptions o;
+  o.seed = 20261130;
+  o.cases = 2000;
+  o.stop_after = 1;
+  TargetRun r = run_target_campaign(*target, *fixture().reference, bf16_only, o);
+  const WrittenFinding* w = find(r, "inaccurate-kernel", [](const Finding& f) { return true; });
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_EQ(w->shrunk.dtype, DType::bf16);
+  EXPECT_GT(w->shrink_steps, 0);
+  std::printf("bf16 calls: found at case %lld, shrunk to %s\n", static_cast<long long>(w->iteration),
+              case_summary(w->shrunk).c_str());
+}
+
 }  // namespace
 }  // namespace sdpa::llm

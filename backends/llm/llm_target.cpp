@@ -2,6 +2,7 @@
 
 #include "backends/common/libtorch_kernels.h"
 #include "backends/common/sdpa_entry.h"
+#include "backends/llm/contract_spec.h"
 #include "backends/llm/custom_sdpa_kernel.h"
 #include "backends/llm/replace_sdpa_pass.h"
 #include "harness/ir/graph_printer.h"
@@ -15,14 +16,30 @@ constexpr const char* kFullyMaskedNan = "custom-sdpa-fully-masked-nan";
 // ATen ops from LibTorch, llama.custom_sdpa from the model, and a kept aten
 // SDPA as ExecuTorch lowers it: its math decomposition on portable kernels
 // (f32 op-math, current PyTorch semantics).
-KernelSet custom_ops_kernels() {
+KernelSet custom_ops_kernels(DType pv_accumulation) {
   KernelSet k("custom_ops");
   const KernelSet& aten = libtorch_kernels();
   for (const auto& op : aten.ops()) k.add(op, *aten.find(op));
   KernelSet portable = make_reference_kernels("portable", Numerics::emulated);
   k.add(kSdpaOp, *portable.find(kSdpaOp));
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated));
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, pv_accumulation));
   return k;
+}
+
+// custom_sdpa (§1.10-1.11): q.k summed in f32, the scale applied once in f32,
+// scores f32, P rounded to the activation dtype before P @ V, which sums in
+// f32. A kept aten SDPA runs its math decomposition: f32 throughout.
+KernelNumerics custom_ops_numerics(const Case& c, const Graph& g) {
+  if (g.count(kCustomSdpaOp) == 0) return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
+  if (!is_floating(c.dtype)) return {};
+  return KernelNumerics::floating({c.dtype, DType::f32, DType::f32, DType::f32, c.dtype, false});
+}
+
+// The self-test kernel mutants: option value -> P @ V accumulation type.
+const std::map<std::string, DType>& kernel_mutants() {
+  static const std::map<std::string, DType> m = {{"none", DType::f32},
+                                                 {"pv-bf16-accumulation", DType::bf16}};
+  return m;
 }
 
 KernelSet exact_custom_ops() {
@@ -31,7 +48,7 @@ KernelSet exact_custom_ops() {
   return k;
 }
 
-std::optional<ContractRule> parse_weakened(const std::string& name) {
+std::optional<ContractRule> parse_rule(const std::string& name) {
   for (const auto& [rule, rule_name] : contract_rules())
     if (rule_name == name) return rule;
   return std::nullopt;
@@ -41,7 +58,8 @@ PassConfig config_of(const Options& o) {
   PassConfig c;
   c.policy = o.at("guard") == "contract" ? GuardPolicy::contract : GuardPolicy::upstream;
   c.assume_causal_mask = o.at("assume_causal_mask") == "true";
-  c.weakened = parse_weakened(o.at("weaken"));
+  c.weakened = parse_rule(o.at("weaken"));
+  c.misevaluated = parse_rule(o.at("miseval"));
   return c;
 }
 
@@ -50,13 +68,7 @@ class LlmTarget : public Target {
   explicit LlmTarget(Options options)
       : options_(std::move(options)),
         pass_(config_of(options_)),
-        strict_([&] {
-          PassConfig c = config_of(options_);
-          c.policy = GuardPolicy::contract;
-          c.weakened.reset();
-          return c;
-        }()),
-        kernels_(custom_ops_kernels()),
+        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")))),
         exact_(exact_custom_ops()) {}
 
   std::string name() const override { return "llm"; }
@@ -82,7 +94,8 @@ class LlmTarget : public Target {
   std::vector<const Pass*> passes() const override { return {&pass_}; }
   std::vector<KernelSetInfo> kernel_sets() const override {
     return {{&kernels_, {DType::f32, DType::f16, DType::bf16, DType::f64},
-             "llama.custom_sdpa model, ATen ops from LibTorch, kept SDPA as its decomposition"}};
+             "llama.custom_sdpa model, ATen ops from LibTorch, kept SDPA as its decomposition",
+             custom_ops_numerics}};
   }
   const KernelSet& baseline_kernels() const override { return naive_kernels(); }
   const KernelSet& exact_kernels() const override { return exact_; }
@@ -112,15 +125,11 @@ class LlmTarget : public Target {
 
   // The contract rules a case breaks name the defect class of a failure;
   // "mask-cast" marks an f16/bf16 mask, which the contract converts to f32.
+  // They come from the independent spec, never from the guard under test.
   std::vector<RuleOutcome> failure_facts(const Case& c) const override {
-    Graph g = entry(c);
-    ShapeEnv env = c.shape_env();
     std::vector<RuleOutcome> out;
-    for (const Node& n : g.nodes) {
-      if (n.op != kSdpaOp) continue;
-      for (const auto& r : strict_.contract_guard(g, n, env).rules)
-        if (!r.passed) out.push_back(r);
-    }
+    for (const auto& r : contract_spec(c, options_.at("assume_causal_mask") == "true"))
+      if (!r.passed) out.push_back(r);
     if (c.mask && (c.mask->dtype == DType::f16 || c.mask->dtype == DType::bf16))
       out.push_back({"mask-cast", false, std::string("an ") + dtype_name(c.mask->dtype) +
                                              " mask, which custom_sdpa refuses (the contract casts it to f32)"});
@@ -129,7 +138,7 @@ class LlmTarget : public Target {
 
  private:
   Options options_;
-  ReplaceSdpaWithCustomSdpaPass pass_, strict_;
+  ReplaceSdpaWithCustomSdpaPass pass_;
   KernelSet kernels_, exact_;
 };
 
@@ -148,7 +157,12 @@ class LlmFactory : public TargetFactory {
             {"entry", {"sdpa"}, "sdpa", "entry form: aten SDPA [B, H, L, D] from export"},
             {"assume_causal_mask", {"false", "true"}, "false",
              "drop the mask and set is_causal (the pass's constructor argument)"},
-            {"weaken", weaken, "none", "switch off one contract rule (self-tests)"}};
+            {"weaken", weaken, "none", "switch off one contract rule (self-tests)"},
+            {"kernel_mutant", {"none", "pv-bf16-accumulation"}, "none",
+             "a deliberately wrong custom_sdpa: P @ V summed in bf16 instead of f32 (self-tests)"},
+            {"miseval", {"none", "causal-lengths", "unmasked-lengths"}, "none",
+             "evaluate one contract rule wrongly: causal-lengths as Lq <= Lkv + 1, unmasked-lengths "
+             "as Lq <= Lkv (self-tests)"}};
   }
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;
@@ -159,6 +173,12 @@ class LlmFactory : public TargetFactory {
       if (rule == ContractRule::heads) m.what += " (aten rejects every call it keeps: no consequence)";
       out.push_back(m);
     }
+    out.push_back({"pv-bf16-accumulation", {{"kernel_mutant", "pv-bf16-accumulation"}},
+                   "custom_sdpa sums P @ V in bf16 (upstream: f32)"});
+    out.push_back({"miseval-causal-lengths", {{"guard", "contract"}, {"miseval", "causal-lengths"}},
+                   "the contract guard testing causal-lengths as Lq <= Lkv + 1"});
+    out.push_back({"miseval-unmasked-lengths", {{"guard", "contract"}, {"miseval", "unmasked-lengths"}},
+                   "the contract guard testing unmasked-lengths as Lq <= Lkv"});
     return out;
   }
   std::unique_ptr<Target> make(const Options& options) const override {

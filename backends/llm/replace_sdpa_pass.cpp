@@ -109,8 +109,8 @@ void meta_check_mask(const ValueInfo& mask) {
 class Rewriter {
  public:
   Rewriter(const PassConfig& cfg, const ReplaceSdpaWithCustomSdpaPass& pass, const ShapeEnv& env,
-           bool force)
-      : cfg_(cfg), pass_(pass), env_(env), force_(force) {}
+           const RewriteControl& control)
+      : cfg_(cfg), pass_(pass), env_(env), control_(control) {}
 
   Pass::Result run(const Graph& g) {
     GraphRewriter rw(g);
@@ -154,8 +154,9 @@ class Rewriter {
       guard.rule("mask-rank", false, "ReplaceSDPAWithCustomSDPAPass only supports 2D attention mask.");
     }
     Decision d = guard.finish();
+    d.forced = !d.rewrite && control_.rewrites(d);
     result.decisions.push_back(d);
-    if (!d.rewrite && !force_) return std::nullopt;  // the transposes stay, dead
+    if (!control_.rewrites(d)) return std::nullopt;  // the transposes stay, dead
     if (mask) {
       bool was_bool = out.info(*mask).dtype == DType::b8;
       if (out.info(*mask).shape.size() > 2) mask = emit.squeeze_leading(*mask);
@@ -182,8 +183,9 @@ class Rewriter {
   std::optional<ValueRef> contract(const Graph& source, Graph& out, const Node& n,
                                    const SdpaCall& call, Pass::Result& result) {
     Decision d = pass_.contract_guard(source, n, env_);
+    d.forced = !d.rewrite && control_.rewrites(d);
     result.decisions.push_back(d);
-    if (!d.rewrite && !force_) return std::nullopt;
+    if (!control_.rewrites(d)) return std::nullopt;
     Emitter emit(out);
     std::optional<ValueRef> mask = call.mask;
     bool is_causal = call.is_causal;
@@ -206,7 +208,7 @@ class Rewriter {
   const PassConfig& cfg_;
   const ReplaceSdpaWithCustomSdpaPass& pass_;
   const ShapeEnv& env_;
-  bool force_;
+  const RewriteControl& control_;
 };
 
 }  // namespace
@@ -244,12 +246,16 @@ Decision ReplaceSdpaWithCustomSdpaPass::contract_guard(const Graph& g, const Nod
   rule(ContractRule::dropout, call.dropout_p == 0.0, "dropout_p " + std::to_string(call.dropout_p));
   const SymExpr lq = q.shape[q.shape.size() - 2], lkv = k.shape[k.shape.size() - 2];
   if (is_causal) {
-    rule(ContractRule::causal_lengths, fact(lq, Rel::le, lkv, ContractRule::causal_lengths),
+    // Self-test: mis-evaluated as Lq <= Lkv + 1 (off by one).
+    const SymExpr bound = config_.misevaluated == ContractRule::causal_lengths ? lkv + SymExpr(1) : lkv;
+    rule(ContractRule::causal_lengths, fact(lq, Rel::le, bound, ContractRule::causal_lengths),
          "Lq " + lq.str() + " <= Lkv " + lkv.str());
     rule(ContractRule::causal_scale, !call.scale || *call.scale > 0,
          call.scale ? "scale " + std::to_string(*call.scale) : "default scale");
   } else if (!mask) {
-    rule(ContractRule::unmasked_lengths, fact(lq, Rel::eq, lkv, ContractRule::unmasked_lengths),
+    // Self-test: mis-evaluated as Lq <= Lkv.
+    const Rel rel = config_.misevaluated == ContractRule::unmasked_lengths ? Rel::le : Rel::eq;
+    rule(ContractRule::unmasked_lengths, fact(lq, rel, lkv, ContractRule::unmasked_lengths),
          "Lq " + lq.str() + " == Lkv " + lkv.str());
   }
   if (mask) {
@@ -267,8 +273,9 @@ Decision ReplaceSdpaWithCustomSdpaPass::contract_guard(const Graph& g, const Nod
   return guard.finish();
 }
 
-Pass::Result ReplaceSdpaWithCustomSdpaPass::run(const Graph& g, const ShapeEnv& env, bool force) const {
-  return Rewriter(config_, *this, env, force).run(g);
+Pass::Result ReplaceSdpaWithCustomSdpaPass::run(const Graph& g, const ShapeEnv& env,
+                                                const RewriteControl& control) const {
+  return Rewriter(config_, *this, env, control).run(g);
 }
 
 }  // namespace sdpa::llm

@@ -37,13 +37,18 @@ struct PassConfig {
   bool assume_causal_mask = false;
   /// A contract rule switched off (self-tests of the harness), or none.
   std::optional<ContractRule> weakened;
+  /// A contract rule evaluated wrongly (self-tests of the explanations):
+  /// causal-lengths as Lq <= Lkv + 1, unmasked-lengths as Lq <= Lkv. The
+  /// guard still reports the rule under its own name.
+  std::optional<ContractRule> misevaluated;
 };
 
 class ReplaceSdpaWithCustomSdpaPass : public Pass {
  public:
   explicit ReplaceSdpaWithCustomSdpaPass(PassConfig config) : config_(config) {}
   std::string name() const override { return "replace-sdpa-with-custom-sdpa"; }
-  Result run(const Graph& g, const ShapeEnv& env, bool force) const override;
+  using Pass::run;
+  Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override;
 
   /// The contract guard's verdict on one SDPA node, without rewriting.
   Decision contract_guard(const Graph& g, const Node& n, const ShapeEnv& env) const;

@@ -23,7 +23,9 @@ Case base() {
 }
 
 Pass::Result run(const Case& c, PassConfig cfg, bool force = false) {
-  return ReplaceSdpaWithCustomSdpaPass(cfg).run(sdpa_entry_graph(c), c.shape_env(), force);
+  RewriteControl control;
+  control.force_all = force;
+  return ReplaceSdpaWithCustomSdpaPass(cfg).run(sdpa_entry_graph(c), c.shape_env(), control);
 }
 
 PassConfig upstream() { return {GuardPolicy::upstream, false, std::nullopt}; }

@@ -1,16 +1,17 @@
 #include "harness/campaign/explain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
 
+#include "harness/campaign/replay.h"
 #include "harness/check/check.h"
 #include "harness/check/compare.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/interpreter.h"
-#include "harness/io/json_reader.h"
 #include "harness/ir/kernels/reference_kernels.h"
-#include "harness/campaign/replay.h"
+#include "harness/io/json_reader.h"
 
 namespace sdpa {
 namespace {
@@ -28,187 +29,274 @@ std::string number(double x) {
   return o.str();
 }
 
+// How far `out` is from `ref` element by element, non-finite elements
+// counted: an element finite in one and not in the other is an infinite
+// error, never skipped.
+struct ElementError {
+  bool shape_ok = true;
+  int64_t finiteness = 0;  // elements finite in exactly one of the two
+  double max_abs = 0.0;    // over elements finite in both
+  std::string str() const {
+    if (!shape_ok) return "shapes differ";
+    std::string s = "max |error| " + (finiteness ? std::string("inf") : number(max_abs));
+    if (finiteness)
+      s += " (" + std::to_string(finiteness) + " element(s) differ in finiteness; over elements finite in both " +
+           number(max_abs) + ")";
+    return s;
+  }
+};
+
+ElementError element_error(const Tensor& out, const Tensor& ref) {
+  ElementError e;
+  e.shape_ok = out.shape == ref.shape;
+  for (int64_t i = 0; e.shape_ok && i < out.numel(); ++i) {
+    const double a = out.data[i], b = ref.data[i];
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::isfinite(a) != std::isfinite(b) || (!std::isfinite(a) && a != b)) ++e.finiteness;
+    else if (std::isfinite(a)) e.max_abs = std::max(e.max_abs, std::fabs(a - b));
+  }
+  return e;
+}
+
 class Explainer {
  public:
   Explainer(const CorpusEntry& e, const Target& t, const ReferenceModel& r, CheckOptions opt)
-      : e_(e), c_(e.c), target_(t), ref_(r), opt_(opt), runs_(c_.runs()) {}
+      : e_(e), c_(e.c), meaning_(t.meaning(e.c)), target_(t), ref_(r), opt_(opt), runs_(c_.runs()) {}
 
   std::string run() {
     opt_.keep_graphs = true;
     result_ = run_case(target_, ref_, c_, opt_);
+    finding_ = result_.primary();
+    choose_kernel_set();
     headline();
     o_ << "\n== The call\n" << describe_case(c_);
     passes();
-    runs();
-    node_by_node();
+    if (result_.rewritten_graph && result_.entry_graph) {
+      prepare_runs();
+      runs();
+      node_by_node();
+    }
     bound();
     return o_.str();
   }
 
  private:
-  const Finding* primary() const { return result_.primary(); }
+  // The kernel set the finding names; without one (a soundness finding, or
+  // none), the target's first set for the case dtype.
+  void choose_kernel_set() {
+    for (const auto& ks : target_.kernel_sets()) {
+      const bool claims = std::find(ks.dtypes.begin(), ks.dtypes.end(), c_.dtype) != ks.dtypes.end();
+      if (finding_ && ks.kernels->name() == finding_->kernel_set) kernels_ = ks.kernels;
+      if (!first_ && claims) first_ = ks.kernels;
+    }
+  }
 
   void headline() {
     o_ << "verdict: " << verdict_name(result_.verdict) << " (expect " << e_.expect << ")\n";
-    const Finding* f = primary();
-    if (!f) return;
-    o_ << "finding: " << verdict_name(f->verdict) << " [" << check_name(f->check) << "]"
-       << (f->kernel_set.empty() ? "" : " kernels=" + f->kernel_set) << " at run " << f->run << " ("
-       << assignment_str(f->sizes) << "): " << f->detail << "\n";
-    if (!f->first_node.empty()) o_ << "diverging node: " << f->first_node << "\n";
-    for (const auto& fact : target_.failure_facts(c_))
-      o_ << "violated fact: " << fact.rule << ": " << fact.detail << "\n";
-    for (const auto& a : f->violated_assumptions) o_ << "violated assumption: " << a << "\n";
-    if (f->error != 0.0 || f->bound != 0.0)
-      o_ << "error: " << number(f->error) << " = " << number(f->error_ulps) << " ulp of "
-         << dtype_name(c_.dtype) << ", bound " << number(f->bound) << "\n";
+    if (const Finding* f = finding_) {
+      o_ << "finding: " << verdict_name(f->verdict) << " [" << check_name(f->check) << "] on "
+         << (f->kernel_set.empty() ? "the exact kernels" : "kernel set " + f->kernel_set) << ", run " << f->run
+         << " (" << assignment_str(f->sizes) << "): " << f->detail << "\n";
+      if (!f->first_node.empty()) o_ << "diverging node: " << f->first_node << "\n";
+    }
+    facts();
+    if (const Finding* f = finding_) {
+      for (const auto& a : f->violated_assumptions) o_ << "violated assumption: " << a << "\n";
+      if (f->error != 0.0 || f->bound != 0.0)
+        o_ << "error: " << number(f->error) << " = " << number(f->error_ulps) << " ulp of "
+           << dtype_name(c_.dtype) << ", bound " << number(f->bound) << "\n";
+    }
+  }
+
+  // The facts the case breaks, from the target's specification, each with
+  // what the guard under test decided for the rule of the same name.
+  void facts() {
+    for (const auto& fact : target_.failure_facts(c_)) {
+      o_ << "violated fact: " << fact.rule << ": " << fact.detail;
+      const RuleOutcome* guard = nullptr;
+      for (const auto& d : result_.decisions)
+        for (const auto& r : d.rules)
+          if (!guard && r.rule == fact.rule) guard = &r;
+      if (!guard) o_ << " (the guard did not evaluate " << fact.rule << ")\n";
+      else
+        o_ << " (the guard decided: " << (guard->passed ? "holds" : "FAILS")
+           << (guard->detail.empty() ? "" : ", " + guard->detail)
+           << (guard->passed ? "; the guard disagrees with the specification" : "") << ")\n";
+    }
   }
 
   void passes() {
-    o_ << "\n== Passes\n";
-    Graph g = target_.entry(c_);
-    o_ << "entry graph:\n" << print_graph(g);
-    if (!opt_.passes) {
-      o_ << "(passes off: identity self-check)\n";
-      final_ = g;
+    o_ << "\n== Passes (as the checker ran them)\n";
+    o_ << "entry graph:\n" << result_.graph_before;
+    if (!opt_.passes) o_ << "(passes off: identity self-check)\n";
+    for (const auto& d : result_.decisions) decision(d);
+    if (!result_.rewritten_graph) {
+      o_ << "(no rewritten graph: " << (finding_ ? finding_->detail : std::string("the checker stopped earlier"))
+         << ")\n";
       return;
     }
-    ShapeEnv env = c_.shape_env();
-    for (const Pass* p : target_.passes()) {
-      Pass::Result r;
-      try {
-        r = p->run(g, env, false);
-      } catch (const std::exception& ex) {
-        o_ << "pass " << p->name() << " raised: " << ex.what() << "\n";
-        final_.reset();
-        return;
-      }
-      for (const auto& d : r.decisions) decision(p->name(), d);
-      g = std::move(r.graph);
-      o_ << "after " << p->name() << ":\n" << print_graph(g);
-    }
-    final_ = g;
+    o_ << "after the passes:\n" << result_.graph_after;
   }
 
-  void decision(const std::string& pass, const Decision& d) {
-    o_ << "pass " << pass << " on " << d.node << ": " << (d.rewrite ? "rewrite" : "keep")
-       << " (deciding rule " << d.deciding_rule << ")\n";
+  void decision(const Decision& d) {
+    o_ << "pass " << (d.pass.empty() ? std::string("?") : d.pass) << " on " << d.node << ": "
+       << (d.rewrite ? "rewrite" : "keep") << (d.forced ? " (forced)" : "") << " (deciding rule "
+       << d.deciding_rule << ")\n";
     for (const auto& r : d.rules)
-      o_ << "  rule " << r.rule << ": " << (r.passed ? "holds" : "FAILS") << (r.detail.empty() ? "" : " — " + r.detail) << "\n";
+      o_ << "  rule " << r.rule << ": " << (r.passed ? "holds" : "FAILS")
+         << (r.detail.empty() ? "" : " — " + r.detail) << "\n";
     for (const auto& a : d.assumptions)
       o_ << "  assumed on the export hint: " << a.fact.str() << " (rule " << a.rule << ")\n";
   }
 
-  std::optional<Tensor> execute(const KernelSet& k, size_t r, std::string& error, bool keep,
-                                Execution* values = nullptr) {
-    CaseTensors t = make_case_tensors(c_, runs_[r]);
+  // Tensors, goldens and the value scale as the checker computes them.
+  void prepare_runs() {
+    for (const auto& at : runs_) {
+      tensors_.push_back(make_case_tensors(c_, at));
+      value_scale_ = std::max(value_scale_, tensors_.back().v.max_abs());
+    }
+    value_scale_ /= 1.0 - c_.dropout_p;
+    for (size_t r = 0; r < runs_.size(); ++r) goldens_.push_back(ref_.golden(meaning_, tensors_[r], runs_[r]));
+  }
+
+  std::optional<Execution> execute(const Graph& g, const KernelSet& k, size_t r, bool keep, std::string& error) {
     try {
-      Execution ex = interpret(*final_, k, target_.inputs(c_, t), {runs_[r], c_.data.seed}, keep);
-      Tensor out = ex.outputs[0];
-      if (values) *values = std::move(ex);
-      return out;
+      return interpret(g, k, target_.inputs(c_, tensors_[r]), {runs_[r], c_.data.seed}, keep);
     } catch (const std::exception& ex) {
       error = ex.what();
       return std::nullopt;
     }
   }
 
+  // At each run: golden against the rewritten graph on the exact kernels
+  // (compare_exact) and on each kernel set (compare_accuracy, with the
+  // baseline), the comparisons the checker makes.
   void runs() {
     o_ << "\n== Results at each runtime size\n";
-    if (!final_) return;
+    const Graph &g0 = *result_.entry_graph, &g1 = *result_.rewritten_graph;
     for (size_t r = 0; r < runs_.size(); ++r) {
-      CaseTensors t = make_case_tensors(c_, runs_[r]);
-      Golden g = ref_.golden(c_, t, runs_[r]);
+      const Golden& gold = goldens_[r];
       int masked = 0;
-      for (auto m : g.fully_masked) masked += m;
-      o_ << "run " << r << " (" << assignment_str(runs_[r]) << "): golden max |out| "
-         << number(g.out.max_abs()) << ", " << masked << " fully masked row(s)\n";
+      for (auto m : gold.fully_masked) masked += m;
+      o_ << "run " << r << " (" << assignment_str(runs_[r]) << "): golden max |out| " << number(gold.out.max_abs())
+         << ", " << masked << " fully masked row(s)\n";
       std::string error;
-      if (auto out = execute(target_.exact_kernels(), r, error, false)) {
-        Comparison cmp = compare_exact(*out, g, t.v.max_abs());
-        o_ << "  exact kernels: max |error| " << number(cmp.max_abs) << " (bound " << number(cmp.bound)
-           << "), " << cmp.nonfinite_rows.size() << " row(s) differ in finiteness\n";
+      if (auto ex = execute(g1, target_.exact_kernels(), r, false, error)) {
+        Comparison cmp = compare_exact(ex->outputs[0], gold, value_scale_);
+        o_ << "  exact kernels: " << element_error(ex->outputs[0], gold.out).str() << ", bound "
+           << number(cmp.bound) << ": " << (cmp.within ? "within" : "OUTSIDE") << "\n";
       } else {
         o_ << "  exact kernels: " << error << "\n";
       }
+      auto baseline = execute(g0, target_.baseline_kernels(), r, false, error);
       for (const auto& ks : target_.kernel_sets()) {
         if (std::find(ks.dtypes.begin(), ks.dtypes.end(), c_.dtype) == ks.dtypes.end()) continue;
-        if (auto out = execute(*ks.kernels, r, error, false)) {
-          double worst = 0;
-          for (int64_t i = 0; i < out->numel() && out->shape == g.out.shape; ++i)
-            if (std::isfinite(out->data[i]) && std::isfinite(g.out.data[i]))
-              worst = std::max(worst, std::fabs(out->data[i] - g.out.data[i]));
-          o_ << "  kernels " << ks.kernels->name() << ": max |error| " << number(worst) << " = "
-             << number(worst / ulp(c_.dtype, g.out.max_abs())) << " ulp at max |golden|\n";
-        } else {
-          o_ << "  kernels " << ks.kernels->name() << ": " << error << "\n";
+        o_ << "  kernels " << ks.kernels->name() << ": ";
+        auto ex = execute(g1, *ks.kernels, r, false, error);
+        if (!ex || !baseline) {
+          o_ << (baseline ? "" : "baseline: ") << error << "\n";
+          continue;
         }
+        const Tensor& out = ex->outputs[0];
+        // The bound the checker holds this set to: from its numerics declaration.
+        const KernelNumerics numerics = ks.numerics ? ks.numerics(c_, g1) : KernelNumerics{};
+        if (numerics.kind == KernelNumerics::Kind::none) {
+          o_ << "no numerics model: accuracy is unsupported\n";
+          continue;
+        }
+        ErrorBound bound = ref_.bound(meaning_, tensors_[r], gold, numerics);
+        Comparison cmp = compare_accuracy(out, baseline->outputs[0], gold, bound, c_.dtype, value_scale_);
+        ElementError e = element_error(out, gold.out);
+        o_ << e.str();
+        if (e.shape_ok && !e.finiteness && cmp.worst >= 0)
+          o_ << " = " << number(e.max_abs / ulp(c_.dtype, gold.out.data[cmp.worst])) << " ulp";
+        o_ << ", " << cmp.nonfinite_rows.size() << " row(s) differ in finiteness, |C - G| / bound "
+           << number(cmp.ratio) << ": " << (cmp.within ? "within" : "OUTSIDE") << "\n";
       }
     }
   }
 
-  // The rewritten graph on the exact kernels and on the target's first
-  // kernel set for the case dtype, value by value.
+  // The checker's rewritten graph on the exact kernels and on the kernel
+  // set the finding names, value by value: a node whose values differ in
+  // finiteness, or by more than sqrt(u) of its dtype relative to its
+  // largest exact value, diverges.
   void node_by_node() {
-    if (!final_) return;
-    const KernelSetInfo* ks = nullptr;
-    auto sets = target_.kernel_sets();
-    for (const auto& s : sets)
-      if (!ks && std::find(s.dtypes.begin(), s.dtypes.end(), c_.dtype) != s.dtypes.end()) ks = &s;
+    const KernelSet* ks = kernels_ ? kernels_ : first_;
     if (!ks) return;
-    size_t r = primary() ? static_cast<size_t>(primary()->run) : 0;
-    o_ << "\n== Node by node: exact against " << ks->kernels->name() << ", run " << r << "\n";
-    Execution exact, got;
+    size_t r = finding_ ? static_cast<size_t>(finding_->run) : 0;
+    o_ << "\n== Node by node: exact against " << ks->name() << ", run " << r << "\n";
+    if (!kernels_)
+      o_ << "  (the finding names no kernel set: " << ks->name() << " is the target's first for "
+         << dtype_name(c_.dtype) << ")\n";
+    const Graph& g = *result_.rewritten_graph;
     std::string e1, e2;
-    bool ok_exact = execute(target_.exact_kernels(), r, e1, true, &exact).has_value();
-    bool ok_got = execute(*ks->kernels, r, e2, true, &got).has_value();
-    if (!ok_exact || !ok_got) {
-      o_ << (ok_exact ? "" : "exact: " + e1 + "\n") << (ok_got ? "" : ks->kernels->name() + ": " + e2 + "\n");
+    auto exact = execute(g, target_.exact_kernels(), r, true, e1);
+    auto got = execute(g, *ks, r, true, e2);
+    if (!exact || !got) {
+      o_ << (exact ? "" : "  exact: " + e1 + "\n") << (got ? "" : "  " + ks->name() + ": " + e2 + "\n");
       return;
     }
-    bool reported = false;
-    for (size_t i = 0; i < final_->nodes.size(); ++i) {
-      const Node& n = final_->nodes[i];
-      if (n.op == "placeholder" || n.op == "get_attr" || exact.values[i].empty()) continue;
-      const Tensor &a = exact.values[i][0], &b = got.values[i][0];
-      double diff = 0;
-      bool finiteness = false;
-      for (int64_t k = 0; k < a.numel() && a.shape == b.shape; ++k) {
-        if (std::isfinite(a.data[k]) != std::isfinite(b.data[k])) finiteness = true;
-        else if (std::isfinite(a.data[k])) diff = std::max(diff, std::fabs(a.data[k] - b.data[k]));
+    std::string first;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (n.op == "placeholder" || n.op == "get_attr") continue;
+      for (size_t o = 0; o < n.outputs.size() && o < exact->values[i].size() && o < got->values[i].size(); ++o) {
+        const Tensor &a = exact->values[i][o], &b = got->values[i][o];
+        ElementError e = element_error(b, a);
+        const double rel = e.max_abs / std::max(a.max_abs(), 1e-300);
+        const bool diverges = !e.shape_ok || e.finiteness > 0 || rel > std::sqrt(unit_roundoff(n.outputs[o].dtype));
+        const std::string name = "%" + n.name + " (" + n.op + ")";
+        o_ << "  %" << std::left << std::setw(22) << n.name << std::setw(40) << n.op << " "
+           << print_value_info(n.outputs[o]) << "  " << e.str() << ", rel " << number(rel)
+           << (diverges && first.empty() ? "  <- first divergence" : "") << "\n";
+        if (diverges && first.empty()) first = name;
       }
-      double rel = diff / std::max(a.max_abs(), 1e-300);
-      bool diverges = finiteness || rel > std::sqrt(unit_roundoff(n.outputs[0].dtype));
-      o_ << "  %" << std::left << std::setw(22) << n.name << std::setw(44) << n.op << " "
-         << print_value_info(n.outputs[0]) << "  max|diff| " << number(diff) << " rel " << number(rel)
-         << (finiteness ? "  NON-FINITE" : "") << (diverges && !reported ? "  <- first divergence" : "") << "\n";
-      reported = reported || diverges;
     }
-    if (!reported)
-      o_ << "  the two runs agree node by node: any difference from golden is the rewrite's, not the kernels'\n";
+    if (first.empty())
+      o_ << "  no node of " << ks->name() << " departs from the exact run (by sqrt(u) of its dtype or in finiteness)\n";
+    else
+      o_ << "first diverging node on " << ks->name() << ": " << first << "\n";
   }
 
   void bound() {
-    const Finding* f = primary();
     o_ << "\n== Error bound\n";
-    if (f && !f->bound_inputs.is_null()) {
-      o_ << f->bound_inputs.dump(2) << "\n";
+    if (finding_ && !finding_->bound_inputs.is_null()) {
+      o_ << finding_->bound_inputs.dump(2) << "\n";
       return;
     }
-    size_t r = f ? static_cast<size_t>(f->run) : 0;
-    CaseTensors t = make_case_tensors(c_, runs_[r]);
-    Golden g = ref_.golden(c_, t, runs_[r]);
-    o_ << ref_.bound(c_, t, g, c_.dtype).inputs.dump(2) << "\n";
+    if (goldens_.empty()) {
+      o_ << "(no golden output at this stage)\n";
+      return;
+    }
+    size_t r = finding_ ? static_cast<size_t>(finding_->run) : 0;
+    // The first kernel set claiming the dtype, with its declared numerics.
+    for (const auto& ks : target_.kernel_sets()) {
+      if (!result_.entry_graph) break;
+      if (std::find(ks.dtypes.begin(), ks.dtypes.end(), c_.dtype) == ks.dtypes.end() || !ks.numerics) continue;
+      const Graph& g = result_.rewritten_graph ? *result_.rewritten_graph : *result_.entry_graph;
+      const KernelNumerics n = ks.numerics(c_, g);
+      if (n.kind == KernelNumerics::Kind::none) continue;
+      o_ << "kernel set " << ks.kernels->name() << ":\n"
+         << ref_.bound(meaning_, tensors_[r], goldens_[r], n).inputs.dump(2) << "\n";
+      return;
+    }
+    o_ << "(no kernel set with a numerics model claims " << dtype_name(c_.dtype) << ")\n";
   }
 
   const CorpusEntry& e_;
   const Case& c_;
+  const Case meaning_;  // the SDPA call the entry graph computes (the oracles' input)
   const Target& target_;
   const ReferenceModel& ref_;
   CheckOptions opt_;
   std::vector<Assignment> runs_;
   CaseResult result_;
-  std::optional<Graph> final_;
+  const Finding* finding_ = nullptr;
+  const KernelSet* kernels_ = nullptr;  // named by the finding
+  const KernelSet* first_ = nullptr;    // the first set claiming the case dtype
+  std::vector<CaseTensors> tensors_;
+  std::vector<Golden> goldens_;
+  double value_scale_ = 0.0;
   std::ostringstream o_;
 };
 
@@ -240,7 +328,9 @@ std::string describe_case(const Case& c) {
       << pattern_name(c.mask->pattern) << " (param " << c.mask->param << ")"
       << (c.mask->dtype == DType::b8 ? ", false drops" : std::string(", fill ") + fill_name(c.mask->fill)) << "\n";
   else
-    o << "  no mask" << (c.is_causal ? ", is_causal (top-left)" : "") << "\n";
+    o << "  no mask"
+      << (c.is_causal ? std::string(", is_causal (") + alignment_name(c.causal_alignment) + ")" : "") << "\n";
+  if (!c.variant.empty()) o << "  entry variant: " << c.variant << "\n";
   o << "  dropout_p " << c.dropout_p << ", scale "
     << (c.scale ? number(*c.scale) : "default 1/sqrt(E) = " + number(c.effective_scale())) << "\n";
   o << "  data: " << distribution_name(c.data.distribution) << " x " << c.data.magnitude << ", seed "

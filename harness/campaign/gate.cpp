@@ -1,5 +1,8 @@
 #include "harness/campaign/gate.h"
 
+#include <optional>
+#include <set>
+
 
 #include "harness/case/case_json.h"
 #include "harness/case/case_validate.h"
@@ -9,30 +12,45 @@
 namespace sdpa {
 namespace {
 
-// A decision from a case's result: the guard's choice and whether the
-// rewrite (or, where kept, the forced rewrite the completeness check ran)
-// is sound. A pass that raised keeps nothing sound.
-GateDecision decide(const Target& target, const ReferenceModel& reference, const Case& c, int64_t index) {
+// Every decision of a case's result, with whether that node's rewrite alone
+// (forced where the guard kept it) is sound, as the checker's completeness
+// stage established. A case whose passes matched nothing, or raised, gives
+// one "no-decision" entry.
+std::vector<GateDecision> decide(const Target& target, const ReferenceModel& reference, const Case& c,
+                                 int64_t index) {
   CaseResult r = run_case(target, reference, c);
-  GateDecision d;
-  d.index = index;
-  d.c = c;
-  d.verdict = verdict_name(r.verdict);
-  d.rewrite = !r.decisions.empty();
-  d.rule = "accept";
-  for (const auto& dec : r.decisions)
-    if (!dec.rewrite) {
-      d.rewrite = false;
-      d.rule = dec.deciding_rule;
-      break;
-    }
-  if (r.decisions.empty()) d.rule = "no-decision";
-  bool soundness_failed = false;
-  for (const auto& f : r.findings)
-    soundness_failed = soundness_failed || (is_failure(f.verdict) && (f.check == Check::soundness ||
-                                                                       f.check == Check::robustness));
-  d.sound = d.rewrite ? !soundness_failed : r.verdict == Verdict::missed_rewrite;
-  return d;
+  std::vector<GateDecision> out;
+  for (const auto& dec : r.decisions) {
+    GateDecision d;
+    d.index = index;
+    d.c = c;
+    d.pass = dec.pass;
+    d.node = dec.node;
+    d.rewrite = dec.rewrite;
+    d.rule = dec.rewrite ? "accept" : dec.deciding_rule;
+    d.sound = dec.sound_alone;
+    d.verdict = verdict_name(r.verdict);
+    out.push_back(std::move(d));
+  }
+  if (out.empty()) {
+    GateDecision d;
+    d.index = index;
+    d.c = c;
+    d.rule = "no-decision";
+    d.verdict = verdict_name(r.verdict);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+void append(std::vector<GateDecision>& to, std::vector<GateDecision> more) {
+  for (auto& d : more) to.push_back(std::move(d));
+}
+
+size_t by_index_count(const DecisionsFile& f) {
+  std::set<int64_t> indices;
+  for (const auto& d : f.decisions) indices.insert(d.index);
+  return indices.size();
 }
 
 int64_t case_size(const Case& c) {
@@ -50,7 +68,7 @@ DecisionsFile record_decisions(const Target& target, const ReferenceModel& refer
   rc::Gen<Case> gen = generators(target.case_space());
   for (int64_t i = 0; i < cases; ++i) {
     Case c = gen(rc::Random(case_seed(seed, target.name(), i)), static_cast<int>(i % (max_size + 1))).value();
-    out.decisions.push_back(decide(target, reference, c, i));
+    append(out.decisions, decide(target, reference, c, i));
   }
   return out;
 }
@@ -58,7 +76,9 @@ DecisionsFile record_decisions(const Target& target, const ReferenceModel& refer
 DecisionsFile record_decisions_on(const Target& target, const ReferenceModel& reference,
                                   const DecisionsFile& sample) {
   DecisionsFile out{target.name(), target.options(), sample.seed, sample.max_size, {}};
-  for (const auto& d : sample.decisions) out.decisions.push_back(decide(target, reference, d.c, d.index));
+  for (size_t i = 0; i < sample.decisions.size(); ++i)
+    if (i == 0 || sample.decisions[i].index != sample.decisions[i - 1].index)
+      append(out.decisions, decide(target, reference, sample.decisions[i].c, sample.decisions[i].index));
   return out;
 }
 
@@ -71,8 +91,9 @@ nlohmann::json decisions_to_json(const DecisionsFile& d) {
   j["max_size"] = d.max_size;
   j["decisions"] = nlohmann::json::array();
   for (const auto& x : d.decisions)
-    j["decisions"].push_back({{"index", x.index}, {"case", case_to_json(x.c)}, {"rewrite", x.rewrite},
-                              {"rule", x.rule}, {"sound", x.sound}, {"verdict", x.verdict}});
+    j["decisions"].push_back({{"index", x.index}, {"case", case_to_json(x.c)}, {"pass", x.pass},
+                              {"node", x.node}, {"rewrite", x.rewrite}, {"rule", x.rule},
+                              {"sound", x.sound}, {"verdict", x.verdict}});
   return j;
 }
 
@@ -101,6 +122,9 @@ DecisionsFile decisions_from_json(const nlohmann::json& j, const std::string& so
       g.index = x.integer("index");
       g.c = case_from_json(x.require("case"), path + ".case");
       validate_case(g.c, {}, path + ".case");
+      // pass and node: optional, so files written before they existed still read.
+      if (x.find("pass")) g.pass = x.str("pass");
+      if (x.find("node")) g.node = x.str("node");
       g.rewrite = x.boolean("rewrite");
       g.rule = x.str("rule");
       g.sound = x.boolean("sound");
@@ -134,29 +158,65 @@ std::vector<GateClass> gate_classes() {
           GateClass::newly_rewritten_sound};
 }
 
+namespace {
+
+using NodeKey = std::pair<int64_t, std::string>;  // sample index, node
+
+std::map<NodeKey, const GateDecision*> by_node(const DecisionsFile& f) {
+  std::map<NodeKey, const GateDecision*> out;
+  for (const auto& d : f.decisions) out[{d.index, d.node}] = &d;
+  return out;
+}
+
+// A decision one policy has and the other lacks (its pass matched nothing
+// or raised there): kept, unsound.
+GateDecision absent(const GateDecision& other) {
+  GateDecision d = other;
+  d.rewrite = false;
+  d.sound = false;
+  d.rule = "no-decision";
+  return d;
+}
+
+std::optional<GateClass> classify(const GateDecision& b, const GateDecision& h) {
+  if (h.unsound() && !b.unsound()) return GateClass::newly_unsound;
+  if (b.unsound() && !h.unsound()) return GateClass::unsound_fixed;
+  if (h.missed() && b.rewrite) return GateClass::newly_missed;
+  if (h.rewrite && h.sound && !b.rewrite) return GateClass::newly_rewritten_sound;
+  return std::nullopt;
+}
+
+}  // namespace
+
 GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile& head) {
-  if (base.decisions.size() != head.decisions.size())
-    throw InputError("the two decision samples differ in size (" + std::to_string(base.decisions.size()) +
-                     " and " + std::to_string(head.decisions.size()) + " cases)");
+  auto b = by_node(base), h = by_node(head);
+  std::map<int64_t, const Case*> cases;
+  for (const auto& d : base.decisions) cases[d.index] = &d.c;
+  for (const auto& d : head.decisions) {
+    auto it = cases.find(d.index);
+    if (it == cases.end() || case_to_json(*it->second) != case_to_json(d.c))
+      throw InputError("decision " + std::to_string(d.index) + " is about another case in the two samples");
+  }
+  if (cases.size() != by_index_count(head))
+    throw InputError("the two decision samples differ in size (" + std::to_string(cases.size()) + " and " +
+                     std::to_string(by_index_count(head)) + " cases)");
+  std::map<NodeKey, std::pair<const GateDecision*, const GateDecision*>> pairs;
+  for (const auto& [k, d] : b) pairs[k].first = d;
+  for (const auto& [k, d] : h) pairs[k].second = d;
   GateComparison cmp;
   for (GateClass c : gate_classes()) cmp.changes[c];
-  for (size_t i = 0; i < base.decisions.size(); ++i) {
-    const GateDecision &b = base.decisions[i], &h = head.decisions[i];
-    if (b.index != h.index || case_to_json(b.c) != case_to_json(h.c))
-      throw InputError("decision " + std::to_string(i) + " is about another case in the two samples");
-    ++cmp.cases;
-    std::optional<GateClass> cls;
-    if (h.unsound() && !b.unsound()) cls = GateClass::newly_unsound;
-    else if (b.unsound() && !h.unsound()) cls = GateClass::unsound_fixed;
-    else if (h.missed() && b.rewrite) cls = GateClass::newly_missed;
-    else if (h.rewrite && h.sound && !b.rewrite) cls = GateClass::newly_rewritten_sound;
-    if (cls) {
-      cmp.changes[*cls].push_back({b, h});
+  cmp.cases = static_cast<int64_t>(cases.size());
+  for (const auto& [key, pair] : pairs) {
+    const GateDecision bd = pair.first ? *pair.first : absent(*pair.second);
+    const GateDecision hd = pair.second ? *pair.second : absent(*pair.first);
+    ++cmp.decisions;
+    if (auto cls = classify(bd, hd)) {
+      cmp.changes[*cls].push_back({bd, hd});
       continue;
     }
     ++cmp.unchanged;
-    if (h.unsound()) ++cmp.still_unsound;
-    if (h.missed()) ++cmp.still_missed;
+    if (hd.unsound()) ++cmp.still_unsound;
+    if (hd.missed()) ++cmp.still_missed;
   }
   return cmp;
 }

@@ -16,13 +16,15 @@ namespace sdpa {
 
 inline constexpr const char* kDecisionsFormat = "sdpacheck.decisions.v1";
 
-/// One case's guard outcome under one policy.
+/// One guard decision on one node of a case under one policy: a case has
+/// one per node its passes matched (one "no-decision" entry when none did).
 struct GateDecision {
   int64_t index = 0;       // position in the sample
   Case c;
-  bool rewrite = false;    // the guard rewrote every node it matched
-  std::string rule;        // the deciding rule of the first kept node, or "accept"
-  bool sound = false;      // the rewrite (forced where the guard kept) is sound at every size tried
+  std::string pass, node;  // the deciding pass and the node ("%sdpa"); empty: no decision
+  bool rewrite = false;    // the guard rewrote the node
+  std::string rule;        // the deciding rule, "accept", or "no-decision"
+  bool sound = false;      // the node's rewrite alone (forced where kept) is sound at every size tried
   std::string verdict;     // the case's verdict under the policy
   bool unsound() const { return rewrite && !sound; }
   bool missed() const { return !rewrite && sound; }
@@ -60,10 +62,12 @@ struct GateChange {
 
 struct GateComparison {
   std::map<GateClass, std::vector<GateChange>> changes;
-  int64_t cases = 0, unchanged = 0, still_unsound = 0, still_missed = 0;
+  int64_t cases = 0, decisions = 0;  // decisions: (case, node) pairs compared
+  int64_t unchanged = 0, still_unsound = 0, still_missed = 0;  // counted per decision
 };
 
-/// Pairs decisions by sample index; throws InputError when the samples differ.
+/// Pairs decisions by sample index and node; throws InputError when the
+/// samples differ.
 GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile& head);
 
 /// The change of a class with the smallest case (fewest q, k, v elements).

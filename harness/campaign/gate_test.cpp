@@ -48,6 +48,31 @@ TEST(Gate, SortsEachChangedDecisionIntoItsClass) {
   EXPECT_EQ(c.still_missed, 1);
 }
 
+GateDecision on_node(GateDecision d, const std::string& node) {
+  d.pass = "p";
+  d.node = node;
+  return d;
+}
+
+TEST(Gate, EveryDecisionOfACaseIsComparedNodeByNode) {
+  // One case, two nodes: %a goes from kept to a sound rewrite, %b from a
+  // sound rewrite to kept and still sound. A gate keeping one decision per
+  // case would see only %a.
+  DecisionsFile base = file({on_node(decision(0, false, false), "%a"), on_node(decision(0, true, true), "%b")});
+  DecisionsFile head = file({on_node(decision(0, true, true), "%a"), on_node(decision(0, false, true), "%b")});
+  GateComparison c = compare_decisions(base, head);
+  EXPECT_EQ(c.cases, 1);
+  EXPECT_EQ(c.decisions, 2);
+  ASSERT_EQ(c.changes[GateClass::newly_rewritten_sound].size(), 1u);
+  EXPECT_EQ(c.changes[GateClass::newly_rewritten_sound][0].head.node, "%a");
+  ASSERT_EQ(c.changes[GateClass::newly_missed].size(), 1u);
+  EXPECT_EQ(c.changes[GateClass::newly_missed][0].head.node, "%b");
+  // A node only one policy decided on counts as kept and unsound in the other.
+  GateComparison partial = compare_decisions(file({on_node(decision(0, true, true), "%a")}), head);
+  EXPECT_EQ(partial.decisions, 2);
+  EXPECT_EQ(partial.still_missed, 1);
+}
+
 TEST(Gate, SmallestCaseOfAClass) {
   std::vector<GateChange> changes{{decision(0, true, true, 9), decision(0, false, true, 9)},
                                   {decision(1, true, true, 3), decision(1, false, true, 3)}};

@@ -43,7 +43,29 @@ ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
   else if (o.expected == "pass") o.status = ReplayStatus::regression;
   else if (o.observed == "pass") o.status = ReplayStatus::fixed;
   else o.status = ReplayStatus::changed;
+  o.finding_changes = finding_changes(e.finding, o.result);
+  if (o.status == ReplayStatus::as_expected && !o.finding_changes.empty()) o.status = ReplayStatus::changed;
   return o;
+}
+
+std::vector<std::string> finding_changes(const nlohmann::json& recorded, const CaseResult& observed) {
+  std::vector<std::string> out;
+  if (!recorded.is_object()) return out;
+  const Finding* f = observed.primary();
+  auto compare = [&](const char* field, const std::string& now) {
+    auto it = recorded.find(field);
+    const bool implied_exact = std::string(field) == "kernel_set" && recorded.contains("check");
+    if (it == recorded.end() && !implied_exact) return;
+    const std::string was = it == recorded.end() ? "" : it->is_string() ? it->get<std::string>() : it->dump();
+    if (was != now)
+      out.push_back(std::string(field) + ": recorded " + (was.empty() ? "(none)" : "'" + was + "'") + ", observed " +
+                    (now.empty() ? "(none)" : "'" + now + "'"));
+  };
+  compare("verdict", verdict_name(observed.verdict));
+  compare("check", f ? check_name(f->check) : "");
+  compare("kernel_set", f ? f->kernel_set : "");
+  compare("first_node", f ? f->first_node : "");
+  return out;
 }
 
 ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
@@ -64,8 +86,8 @@ ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegi
       switch (o.status) {
         case ReplayStatus::as_expected: ++t.as_expected; break;
         case ReplayStatus::fixed: ++t.fixed; break;
-        case ReplayStatus::regression:
-        case ReplayStatus::changed: ++t.regressions; break;
+        case ReplayStatus::regression: ++t.regressions; break;
+        case ReplayStatus::changed: ++t.regressions, ++t.changed; break;
       }
       report(file, &o, "");
     } catch (const InputError& err) {

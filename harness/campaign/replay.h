@@ -1,5 +1,6 @@
 #pragma once
-/// Replaying corpus entries: run the case, compare the verdict with `expect`.
+/// Replaying corpus entries: run the case, compare the verdict with
+/// `expect` and the recorded finding with what the checker now observes.
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,15 +14,25 @@ enum class ReplayStatus {
   as_expected,  // observed == expect
   regression,   // expect pass, observed a failure
   fixed,        // expect a failure, observed pass: update the entry
-  changed,      // expect one failure, observed another
+  changed,      // expect one failure, observed another; or the finding differs
 };
 const char* replay_status_name(ReplayStatus s);
 
 struct ReplayOutcome {
   ReplayStatus status = ReplayStatus::as_expected;
   std::string expected, observed;
+  /// Fields of the recorded finding the run no longer shows, each as
+  /// "field: recorded X, observed Y" (the status is then changed).
+  std::vector<std::string> finding_changes;
   CaseResult result;
 };
+
+/// The recorded finding against the observed primary finding: verdict,
+/// check, kernel set and first diverging node, each where the file records
+/// it. A recorded check means the file records the kernel set: without a
+/// kernel_set key the finding was the exact run's. Detail strings and
+/// numbers are not compared.
+std::vector<std::string> finding_changes(const nlohmann::json& recorded, const CaseResult& observed);
 
 /// An entry's options split into the target's own and the harness's check
 /// options (the `passes` key); throws InputError for a bad `passes` value.
@@ -33,6 +44,7 @@ ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
 /// What replaying a set of files found.
 struct ReplayTally {
   int64_t files = 0, as_expected = 0, regressions = 0, fixed = 0, invalid = 0;
+  int64_t changed = 0;  // of regressions: another failure, or another finding, than recorded
   /// regression or changed
   bool regressed() const { return regressions > 0; }
 };

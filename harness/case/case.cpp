@@ -30,6 +30,8 @@ const std::pair<MaskFill, const char*> kFills[] = {
 const std::pair<Distribution, const char*> kDistributions[] = {
     {Distribution::normal, "normal"}, {Distribution::uniform, "uniform"},
     {Distribution::integers, "integers"}, {Distribution::large, "large"}};
+const std::pair<CausalAlignment, const char*> kAlignments[] = {
+    {CausalAlignment::top_left, "top-left"}, {CausalAlignment::bottom_right, "bottom-right"}};
 
 }  // namespace
 
@@ -42,6 +44,15 @@ std::optional<MaskPattern> parse_pattern(const std::string& s) { return parse_na
 std::optional<MaskFill> parse_fill(const std::string& s) { return parse_named(s, kFills); }
 std::optional<Distribution> parse_distribution(const std::string& s) {
   return parse_named(s, kDistributions);
+}
+const char* alignment_name(CausalAlignment a) { return name_of(a, kAlignments); }
+std::optional<CausalAlignment> parse_alignment(const std::string& s) {
+  return parse_named(s, kAlignments);
+}
+
+bool Case::causal_keeps(int64_t i, int64_t j, int64_t Lq, int64_t Lkv) const {
+  if (!is_causal) return true;
+  return causal_alignment == CausalAlignment::top_left ? j <= i : j <= i + Lkv - Lq;
 }
 
 double Case::effective_scale() const {
@@ -104,7 +115,8 @@ std::string case_summary(const Case& c) {
     << c.q_heads << "/Hkv" << c.kv_heads << " Lq=" << c.q_len.str() << " Lkv=" << c.kv_len.str()
     << " E" << c.head_dim << " Ev" << c.value_dim;
   if (c.enable_gqa) o << " gqa";
-  if (c.is_causal) o << " causal";
+  if (c.is_causal)
+    o << (c.causal_alignment == CausalAlignment::top_left ? " causal" : " causal(bottom-right)");
   if (c.dropout_p > 0) o << " dropout=" << c.dropout_p;
   if (c.scale) o << " scale=" << *c.scale;
   if (!(c.start_pos == SymExpr(0))) o << " start_pos=" << c.start_pos.str();
@@ -112,6 +124,7 @@ std::string case_summary(const Case& c) {
     o << " mask=" << dtype_name(c.mask->dtype) << shape_str(c.mask->shape) << ":"
       << pattern_name(c.mask->pattern);
   o << " data=" << distribution_name(c.data.distribution);
+  if (!c.variant.empty()) o << " variant=" << c.variant;
   return o.str();
 }
 

@@ -16,15 +16,20 @@ enum class Layout { bhsd, bshd };
 enum class MaskPattern { random, causal, window, padding, full_row, keep_all };
 enum class MaskFill { neg_inf, min, neg_1e4 };
 enum class Distribution { normal, uniform, integers, large };
+/// Where a causal mask sits when Lq != Lkv: top-left keeps j <= i (aten,
+/// efficient, cuDNN), bottom-right keeps j <= i + Lkv - Lq (a direct flash call).
+enum class CausalAlignment { top_left, bottom_right };
 
 const char* layout_name(Layout l);
 const char* pattern_name(MaskPattern p);
 const char* fill_name(MaskFill f);
 const char* distribution_name(Distribution d);
+const char* alignment_name(CausalAlignment a);
 std::optional<Layout> parse_layout(const std::string& s);
 std::optional<MaskPattern> parse_pattern(const std::string& s);
 std::optional<MaskFill> parse_fill(const std::string& s);
 std::optional<Distribution> parse_distribution(const std::string& s);
+std::optional<CausalAlignment> parse_alignment(const std::string& s);
 
 struct MaskSpec {
   DType dtype = DType::b8;  // b8, f32, f16 or bf16
@@ -52,6 +57,7 @@ struct Case {
   int64_t value_dim = 1;       // Ev
   bool enable_gqa = false;
   bool is_causal = false;
+  CausalAlignment causal_alignment = CausalAlignment::top_left;  // with is_causal
   double dropout_p = 0.0;
   std::optional<double> scale;  // none: 1/sqrt(E)
   SymExpr start_pos = 0;
@@ -59,6 +65,9 @@ struct Case {
   std::map<std::string, SymbolInfo> symbols;
   std::vector<Assignment> runtime;  // sizes the exported graph runs at
   DataSpec data;
+  /// The target's entry-form variant (which pattern, where the scale sits,
+  /// which module); empty: the target's only or default form.
+  std::string variant;
 
   /// The scale the call uses: the given one or 1/sqrt(E).
   double effective_scale() const;
@@ -66,6 +75,8 @@ struct Case {
   /// The assignments to execute at: `runtime`, or one empty assignment when
   /// the case has no symbols.
   std::vector<Assignment> runs() const;
+  /// Whether query row i keeps key j under is_causal and the alignment.
+  bool causal_keeps(int64_t i, int64_t j, int64_t Lq, int64_t Lkv) const;
 };
 
 /// Shapes of the call's tensors in the entry layout (bhsd: [..., H, L, E];

@@ -127,6 +127,10 @@ json case_to_json(const Case& c) {
   j["value_dim"] = c.value_dim;
   j["enable_gqa"] = c.enable_gqa;
   j["is_causal"] = c.is_causal;
+  // Optional fields are written only when they differ from their default,
+  // so a file written before they existed keeps its bytes and meaning.
+  if (c.causal_alignment != CausalAlignment::top_left)
+    j["causal_alignment"] = alignment_name(c.causal_alignment);
   j["dropout_p"] = c.dropout_p;
   j["scale"] = c.scale ? json(*c.scale) : json(nullptr);
   j["start_pos"] = size_to_json(c.start_pos);
@@ -137,6 +141,7 @@ json case_to_json(const Case& c) {
   j["data"] = {{"seed", c.data.seed},
                {"distribution", distribution_name(c.data.distribution)},
                {"magnitude", c.data.magnitude}};
+  if (!c.variant.empty()) j["variant"] = c.variant;
   return j;
 }
 
@@ -157,6 +162,9 @@ Case case_from_json(const json& j, const std::string& path) {
   c.value_dim = o.integer("value_dim");
   c.enable_gqa = o.boolean("enable_gqa");
   c.is_causal = o.boolean("is_causal");
+  if (o.find("causal_alignment"))
+    c.causal_alignment =
+        enum_field<CausalAlignment>(o, "causal_alignment", parse_alignment, "top-left, bottom-right");
   c.dropout_p = o.number("dropout_p");
   if (const json* s = o.find("scale"); s && !s->is_null()) c.scale = o.number("scale");
   if (const json* s = o.find("start_pos")) c.start_pos = size_from_json(*s, o.field("start_pos"));
@@ -174,6 +182,7 @@ Case case_from_json(const json& j, const std::string& path) {
                                                  "normal, uniform, integers, large");
   c.data.magnitude = d.number("magnitude");
   d.reject_unknown();
+  if (o.find("variant")) c.variant = o.str("variant");
   o.reject_unknown();
   return c;
 }

@@ -104,6 +104,28 @@ TEST(CaseValidate, RuntimeOutsideRangeAndMissingSymbols) {
   EXPECT_NE(error_of(j).find("case.q_len: symbol 's9' is not declared"), std::string::npos);
 }
 
+TEST(CaseJson, AlignmentAndVariantAreOptionalWithDefaults) {
+  Case c = case_from_json(example_case());
+  EXPECT_EQ(c.causal_alignment, CausalAlignment::top_left);
+  EXPECT_TRUE(c.variant.empty());
+  // Defaults are not written: a file from before the fields keeps its bytes.
+  EXPECT_EQ(case_to_json(c), example_case());
+  nlohmann::json j = example_case();
+  j["is_causal"] = true;
+  j["causal_alignment"] = "bottom-right";
+  j["variant"] = "scale-on-q-and-k";
+  Case d = case_from_json(j);
+  EXPECT_EQ(d.causal_alignment, CausalAlignment::bottom_right);
+  EXPECT_EQ(d.variant, "scale-on-q-and-k");
+  EXPECT_EQ(case_to_json(d), j);
+  EXPECT_TRUE(d.causal_keeps(0, 2, 2, 4) && !d.causal_keeps(0, 3, 2, 4));  // j <= i + Lkv - Lq
+  j["causal_alignment"] = "bottom-left";
+  EXPECT_NE(error_of(j).find("case.causal_alignment: expected one of top-left, bottom-right"), std::string::npos);
+  j["causal_alignment"] = "bottom-right";
+  j["is_causal"] = false;
+  EXPECT_NE(error_of(j).find("case.causal_alignment: bottom-right"), std::string::npos) << error_of(j);
+}
+
 TEST(CaseValidate, CallsAtenRejects) {
   nlohmann::json j = example_case();
   j["is_causal"] = true;

@@ -1,8 +1,10 @@
 #pragma once
 /// Which calls a target's entry form takes: the generators draw only these.
+#include <string>
+#include <utility>
 #include <vector>
 
-#include "harness/ir/dtype.h"
+#include "harness/case/case.h"
 
 namespace sdpa {
 
@@ -17,6 +19,12 @@ struct CaseSpace {
   /// Weight of each batch rank (index = rank) when the entry form prefers
   /// some ranks (a 4-D [B, H, L, D] op); empty: the generation policy's.
   std::vector<double> batch_rank_weights;
+  /// The entry-form variants the target defines, each with its weight; the
+  /// generators draw one into Case::variant (shrinking toward the first).
+  /// Empty: the target has one form and Case::variant stays empty.
+  std::vector<std::pair<std::string, double>> variants;
+  /// The causal alignments a causal call of the entry form may carry.
+  std::vector<CausalAlignment> causal_alignments = {CausalAlignment::top_left};
 };
 
 }  // namespace sdpa

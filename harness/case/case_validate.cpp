@@ -102,6 +102,8 @@ class Validator {
     if (!(c_.dropout_p >= 0.0 && c_.dropout_p < 1.0))
       fail("dropout_p", "expected a number in [0, 1), got " + std::to_string(c_.dropout_p));
     if (c_.scale && !std::isfinite(*c_.scale)) fail("scale", "expected a finite number or null");
+    if (c_.causal_alignment != CausalAlignment::top_left && !c_.is_causal)
+      fail("causal_alignment", "bottom-right is the alignment of a causal mask: it needs is_causal=true");
     if (!(c_.data.magnitude > 0 && std::isfinite(c_.data.magnitude)))
       fail("data.magnitude", "expected a positive finite number");
     if (c_.mask) check_mask_static(*c_.mask);

@@ -42,7 +42,8 @@ class ToyReference : public ReferenceModel {
     if (disagree_) out.disagreement = "planted";
     return out;
   }
-  ErrorBound bound(const Case&, const CaseTensors&, const Golden& g, DType) const override {
+  ErrorBound bound(const Case&, const CaseTensors&, const Golden& g,
+                   const KernelNumerics&) const override {
     ErrorBound b;
     b.row_bound.assign(g.fully_masked.size(), 1.0);
     b.row_typical = b.row_bound;
@@ -60,7 +61,8 @@ class ToyPass : public Pass {
  public:
   ToyPass(Rewrite extra, bool raises) : extra_(std::move(extra)), raises_(raises) {}
   std::string name() const override { return "toy"; }
-  Result run(const Graph& g, const ShapeEnv& env, bool) const override {
+  using Pass::run;
+  Result run(const Graph& g, const ShapeEnv& env, const RewriteControl&) const override {
     if (raises_) throw std::runtime_error("toy pass failed");
     Result r;
     GraphRewriter rw(g);
@@ -99,7 +101,8 @@ class ToyTarget : public Target {
   }
   std::vector<const Pass*> passes() const override { return {&pass_}; }
   std::vector<KernelSetInfo> kernel_sets() const override {
-    return {{&naive_kernels(), {DType::f64}, "naive"}};
+    return {{&naive_kernels(), {DType::f64}, "naive",
+             [](const Case&, const Graph&) { return KernelNumerics::naive(DType::f64); }}};
   }
   const KernelSet& baseline_kernels() const override { return naive_kernels(); }
   std::vector<std::string> invariants(const Case&, const Graph&, const Graph&) const override {
@@ -147,6 +150,101 @@ TEST(Checks, AnOutputOfAnotherShapeIsAShapeMismatch) {
               return g.call("aten.transpose.int", {x, int64_t{-2}, int64_t{-1}}, {}, {{g.info(x).dtype, s}});
             }),
             Verdict::shape_mismatch);
+}
+
+// Two SDPA nodes whose sum is the output; the guard keeps both. Forcing %a
+// alone is sound, forcing %b alone (a rewrite that scales by 1.5) is not.
+class TwoNodeTarget : public Target {
+ public:
+  std::string name() const override { return "toy-two"; }
+  const Options& options() const override { return options_; }
+  CaseSpace case_space() const override { return {}; }
+  Graph entry(const Case& c) const override {
+    Graph g;
+    ValueRef q = g.placeholder("q", {c.dtype, query_shape(c)}), k = g.placeholder("k", {c.dtype, key_shape(c)}),
+             v = g.placeholder("v", {c.dtype, value_shape(c)});
+    ValueInfo out{c.dtype, output_shape(c)};
+    ValueRef a = g.call(kSdpa, {q, k, v, None{}, 0.0, false}, {}, {out}, "a");
+    ValueRef b = g.call(kSdpa, {q, k, v, None{}, 0.0, false}, {}, {out}, "b");
+    g.outputs = {g.call("aten.add.Tensor", {a, b}, {}, {out})};
+    return g;
+  }
+  class KeepBoth : public Pass {
+   public:
+    std::string name() const override { return "keep-both"; }
+    using Pass::run;
+    Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override {
+      Result r;
+      GraphRewriter rw(g);
+      for (const Node& n : g.nodes) {
+        if (n.op != kSdpa) {
+          rw.copy(n);
+          continue;
+        }
+        GuardContext guard(env, "%" + n.name);
+        guard.rule("never", false);
+        Decision d = guard.finish();
+        d.forced = control.rewrites(d);
+        r.decisions.push_back(d);
+        ValueRef same = rw.copy(n);
+        if (control.rewrites(d) && n.name == "b")
+          rw.replace(n, {rw.out().call("aten.mul.Scalar", {same, 1.5}, {}, {n.outputs[0]})});
+      }
+      r.graph = rw.finish();
+      return r;
+    }
+  } pass_;
+  std::vector<const Pass*> passes() const override { return {&pass_}; }
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    return {{&naive_kernels(), {DType::f64}, "naive",
+             [](const Case&, const Graph&) { return KernelNumerics::naive(DType::f64); }}};
+  }
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+
+ private:
+  Options options_;
+};
+
+// Golden = the target's entry graph run exactly (an entry that is not one
+// SDPA call), with a loose bound.
+class EntryReference : public ReferenceModel {
+ public:
+  explicit EntryReference(const Target& t) : t_(t) {}
+  std::string name() const override { return "entry"; }
+  Golden golden(const Case& c, const CaseTensors& t, const Assignment& at) const override {
+    Golden out;
+    out.out = interpret(t_.entry(c), exact_kernels(), {{"q", t.q}, {"k", t.k}, {"v", t.v}}, {at, c.data.seed})
+                  .outputs[0];
+    out.fully_masked.assign(static_cast<size_t>(out.out.numel() / c.value_dim), 0);
+    return out;
+  }
+  ErrorBound bound(const Case&, const CaseTensors&, const Golden& g, const KernelNumerics&) const override {
+    ErrorBound b;
+    b.row_bound.assign(g.fully_masked.size(), 1.0);
+    b.row_typical = b.row_bound;
+    return b;
+  }
+
+ private:
+  const Target& t_;
+};
+
+TEST(Completeness, EachKeptNodeIsForcedOnItsOwnAndAllTogether) {
+  TwoNodeTarget t;
+  EntryReference ref(t);
+  CaseResult r = run_case(t, ref, toy_case());
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_EQ(r.decisions[0].pass, "keep-both");
+  EXPECT_TRUE(r.decisions[0].sound_alone);   // %a forced alone: sound
+  EXPECT_FALSE(r.decisions[1].sound_alone);  // %b forced alone: scaled by 1.5
+  ASSERT_EQ(r.verdict, Verdict::missed_rewrite);
+  int missed = 0;
+  for (const auto& f : r.findings)
+    if (f.verdict == Verdict::missed_rewrite) {
+      ++missed;
+      EXPECT_NE(f.detail.find("%a"), std::string::npos) << f.detail;
+    }
+  EXPECT_EQ(missed, 1) << "%b alone and both together are unsound";
 }
 
 TEST(Checks, AWrongValueIsAnUnsoundRewrite) {

@@ -10,6 +10,7 @@
 #include "harness/case/case.h"
 #include "harness/ir/tensor.h"
 #include "harness/case/tensor_data.h"
+#include "harness/check/numerics.h"
 
 namespace sdpa {
 
@@ -40,9 +41,14 @@ class ReferenceModel {
   virtual std::string name() const = 0;
   /// The golden output at one runtime size, from the case and its tensors alone.
   virtual Golden golden(const Case& c, const CaseTensors& t, const Assignment& at) const = 0;
-  /// The error model for a kernel computing in `dtype` (NUMERICS.md).
+  /// The error model for a kernel set computing as `numerics` declares
+  /// (NUMERICS.md); finite for every kind but none.
   virtual ErrorBound bound(const Case& c, const CaseTensors& t, const Golden& g,
-                           DType dtype) const = 0;
+                           const KernelNumerics& numerics) const = 0;
+  /// The bound of a naive kernel in `dtype` (KernelNumerics::naive).
+  ErrorBound bound(const Case& c, const CaseTensors& t, const Golden& g, DType dtype) const {
+    return bound(c, t, g, KernelNumerics::naive(dtype));
+  }
 };
 
 }  // namespace sdpa

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "harness/case/case_space.h"
 #include "harness/ir/graph.h"
 #include "harness/ir/kernel_set.h"
+#include "harness/check/numerics.h"
 #include "harness/check/reference.h"
 #include "harness/ir/shape_env.h"
 #include "harness/case/tensor_data.h"
@@ -28,6 +30,20 @@ struct OptionSpec {
   std::string help;
 };
 
+/// Which matched nodes a pass rewrites: those its guard accepts, and also
+/// the `forced` ones (or all, with force_all), but never a `held` one. The
+/// completeness check forces each kept node on its own and all together.
+struct RewriteControl {
+  bool force_all = false;
+  std::set<std::string> forced;  // Decision::node names
+  std::set<std::string> held;
+  /// Whether the node of decision `d` (its guard's choice made) is rewritten.
+  bool rewrites(const Decision& d) const {
+    if (held.count(d.node)) return false;
+    return d.rewrite || force_all || forced.count(d.node) > 0;
+  }
+};
+
 /// A rewrite pass: a guard that decides per node, and the rewrite.
 class Pass {
  public:
@@ -37,17 +53,29 @@ class Pass {
     Graph graph;
     std::vector<Decision> decisions;  // one per node the pass matched
   };
-  /// Runs the guard on every matched node and rewrites the accepted ones.
-  /// With `force`, also rewrites nodes the guard keeps (their decisions say
-  /// forced), so the harness can tell a too-tight guard from a sound one.
+  /// Runs the guard on every matched node and rewrites the nodes `control`
+  /// selects: the accepted ones by default; a forced node's decision says
+  /// forced, so the harness can tell a too-tight guard from a sound one.
   /// Throws when the pass itself fails (as upstream would raise).
-  virtual Result run(const Graph& g, const ShapeEnv& env, bool force) const = 0;
+  virtual Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const = 0;
+  /// The guard's choices alone (the default control).
+  Result run(const Graph& g, const ShapeEnv& env) const { return run(g, env, RewriteControl{}); }
 };
 
 struct KernelSetInfo {
   const KernelSet* kernels;
   std::vector<DType> dtypes;  // the dtypes this set claims
   std::string description;
+  /// How the set computes a case (numerics.h); without it, accuracy is `unsupported`.
+  NumericsFn numerics;
+};
+
+/// A scalar a graph computes with (a scale literal, a recovered scale), as
+/// the graph holds it: compared between the entry and the rewritten graph.
+struct GraphConstant {
+  std::string name;  // "scale"
+  double value = 0.0;
+  DType dtype = DType::f32;  // the dtype it is rounded to: its ulps are counted in it
 };
 
 /// A difference between the target and aten the target declares up front.
@@ -67,6 +95,14 @@ class Target {
   virtual std::optional<std::string> refuses(const Case& c) const { return std::nullopt; }
   /// The graph a frontend hands the passes for this call.
   virtual Graph entry(const Case& c) const = 0;
+  /// The SDPA call the entry graph computes, for the oracles: the case
+  /// itself unless the entry form changes it (a scale held as an f32
+  /// literal). The entry graph run exactly must match the oracles on it;
+  /// where it does not, the entry form's model is wrong (entry-disagree).
+  virtual Case meaning(const Case& c) const { return c; }
+  /// The scalars a graph computes with, by name, read from the graph: when
+  /// the rewrite is unsound, a constant that changed is named with its ulps.
+  virtual std::vector<GraphConstant> constants(const Graph& g) const { return {}; }
   /// Runtime inputs of the entry graph's placeholders.
   virtual std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const;
   virtual std::vector<const Pass*> passes() const = 0;

@@ -5,10 +5,12 @@ namespace sdpa {
 const char* verdict_name(Verdict v) {
   switch (v) {
     case Verdict::oracle_disagree: return "oracle-disagree";
+    case Verdict::entry_disagree: return "entry-disagree";
     case Verdict::crash: return "crash";
     case Verdict::timeout: return "timeout";
     case Verdict::unexpected_error: return "unexpected-error";
     case Verdict::unsound_rewrite: return "unsound-rewrite";
+    case Verdict::rounded_constant: return "rounded-constant";
     case Verdict::invalid_rewrite: return "invalid-rewrite";
     case Verdict::nan_mismatch: return "nan-mismatch";
     case Verdict::shape_mismatch: return "shape-mismatch";

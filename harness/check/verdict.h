@@ -8,10 +8,12 @@ namespace sdpa {
 
 enum class Verdict {
   oracle_disagree,
+  entry_disagree,    // the entry graph run exactly differs from the oracles: a model bug
   crash,
   timeout,
   unexpected_error,
   unsound_rewrite,
+  rounded_constant,  // the rewrite changed a constant (a scale) by rounding: named with its ulps
   invalid_rewrite,
   nan_mismatch,
   shape_mismatch,

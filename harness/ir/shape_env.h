@@ -74,6 +74,11 @@ struct Decision {
   std::vector<RuleOutcome> rules;
   std::vector<Assumption> assumptions;
   bool forced = false;  // rewritten past a rejecting guard
+  std::string pass;     // the pass that decided (filled by the checker)
+  /// Filled by the checker's completeness stage: the rewrite of this node
+  /// alone (forced where the guard kept it, every other node held) refines
+  /// the entry graph at every runtime size tried.
+  bool sound_alone = false;
 };
 
 /// Records rule outcomes and hint assumptions while a guard runs.

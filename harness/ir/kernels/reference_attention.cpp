@@ -2,6 +2,7 @@
 // the reference kernel sets (current PyTorch semantics, NUMERICS.md).
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "harness/ir/kernels/reference_common.h"
 #include "harness/case/tensor_data.h"
@@ -110,14 +111,49 @@ int64_t kv_head(const KernelArgs& a, const SdpaShapes& s, int64_t h, bool gqa) {
                 std::to_string(s.Hkv) + ") at non-singleton dimension 1");
 }
 
-std::vector<Tensor> sdpa(const KernelArgs& a, Num n) {
+// The arguments of one attention call, read from whichever op holds them.
+struct AttentionArgs {
+  const Tensor* mask = nullptr;
+  double dropout_p = 0.0;
+  bool causal = false;
+  bool bottom_right = false;  // causal keeps j <= i + Lkv - Lq instead of j <= i
+  std::optional<double> scale;
+  bool gqa = false;
+};
+
+// aten.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, *, scale, enable_gqa)
+AttentionArgs sdpa_args(const KernelArgs& a) {
+  AttentionArgs r;
+  r.mask = a.optional_tensor(3);
+  r.dropout_p = a.real(4, 0.0);
+  r.causal = a.flag(5, false);
+  r.scale = a.kwarg_real("scale");
+  r.gqa = a.kwarg_flag("enable_gqa", false);
+  if (r.causal && r.mask)
+    refuse(a, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
+  return r;
+}
+
+// aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, return_debug_mask, *, scale):
+// no mask; a direct call aligns causal bottom-right (FA2; with Lq == 1 that
+// keeps every key, as FA2 turns causal off there); heads grouped like GQA.
+AttentionArgs flash_args(const KernelArgs& a) {
+  AttentionArgs r;
+  r.dropout_p = a.real(3, 0.0);
+  r.causal = a.flag(4, false);
+  r.bottom_right = true;
+  r.scale = a.kwarg_real("scale");
+  r.gqa = true;
+  return r;
+}
+
+std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, Tensor* logsumexp = nullptr) {
   const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
-  const Tensor* mask = a.optional_tensor(3);
-  double dropout_p = a.real(4, 0.0);
-  bool causal = a.flag(5, false);
-  auto given = a.kwarg_real("scale");
-  bool gqa = a.kwarg_flag("enable_gqa", false);
-  if (causal && mask) refuse(a, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
+  const Tensor* mask = call.mask;
+  const double dropout_p = call.dropout_p;
+  const bool causal = call.causal;
+  const auto& given = call.scale;
+  const bool gqa = call.gqa;
   SdpaShapes s = sdpa_shapes(a, q, k, v);
   DType t = n.mode == Numerics::naive ? q.dtype : accumulation_type(q.dtype);
   double scale = given ? *given : 1.0 / std::sqrt(static_cast<double>(s.E));
@@ -157,7 +193,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n) {
               return n.mul(t, qs[e], n.op(t, kb[j * s.E + e] * sf));
             }));
           }
-          if (causal && j > i) x = kNegInf;
+          if (causal && j > i + (call.bottom_right ? s.Lkv - s.Lq : 0)) x = kNegInf;
           if (mask) {
             // Index into the broadcast [batch..., Hq, Lq, Lkv] score tensor.
             int64_t rem = (b * s.Hq + h) * s.Lq * s.Lkv + i * s.Lkv + j;
@@ -174,8 +210,13 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n) {
           mx = std::fmax(mx, x);
         }
         double* orow = out.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.Ev;
-        if (all_masked) continue;  // _safe_softmax: a fully masked row is 0
+        const int64_t row = (b * s.Hq + h) * s.Lq + i;
+        if (all_masked) {  // _safe_softmax: a fully masked row is 0
+          if (logsumexp) logsumexp->data[row] = kNegInf;
+          continue;
+        }
         double total = n.sum(t, s.Lkv, [&](int64_t j) { return n.exp(t, score[j] - mx); });
+        if (logsumexp) logsumexp->data[row] = n.store(logsumexp->dtype, mx + std::log(total));
         for (int64_t j = 0; j < s.Lkv; ++j) {
           p[j] = n.op(t, n.exp(t, score[j] - mx) / total);
           if (dropout_p > 0) {
@@ -211,7 +252,16 @@ void add_attention_kernels(KernelSet& k, Num n) {
     return std::vector<Tensor>{softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), true)};
   });
   k.add("aten.native_dropout.default", [n](const KernelArgs& a) { return native_dropout(a, n); });
-  k.add("aten.scaled_dot_product_attention.default", [n](const KernelArgs& a) { return sdpa(a, n); });
+  k.add("aten.scaled_dot_product_attention.default",
+        [n](const KernelArgs& a) { return sdpa(a, n, sdpa_args(a)); });
+  // Returns (output, logsumexp [batch..., Hq, Lq] in f32); the op's other
+  // outputs (sequence offsets, rng state) hold nothing attention computes.
+  k.add("aten._scaled_dot_product_flash_attention.default", [n](const KernelArgs& a) {
+    Tensor lse(a.out_dtype(1), a.out_shape(1));
+    std::vector<Tensor> out = sdpa(a, n, flash_args(a), &lse);
+    out.push_back(std::move(lse));
+    return out;
+  });
 }
 
 }  // namespace sdpa::ref
