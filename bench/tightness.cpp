@@ -1,5 +1,6 @@
 // Tightness of the accuracy bounds: per target, kernel set and dtype, the
-// largest |C - G| / bound of the correct kernels over a campaign, and how
+// largest |C - G| / bound of the correct kernels over a campaign (the limit
+// applied, and the error model derived from the numerics alone), and how
 // soon the precision mutants (kernels that are wrong by rounding alone)
 // are found. Usage: tightness [cases per target]
 #include <cstdio>
@@ -18,7 +19,7 @@ namespace {
 
 struct Tightness {
   int64_t samples = 0;
-  double worst = 0;
+  double worst = 0, worst_model = 0;
 };
 
 void tightness(cli::Wiring& w, const TargetFactory& f, int64_t cases) {
@@ -32,12 +33,14 @@ void tightness(cli::Wiring& w, const TargetFactory& f, int64_t cases) {
       Tightness& t = table[{s.kernel_set, dtype_name(s.dtype)}];
       ++t.samples;
       t.worst = std::max(t.worst, s.ratio);
+      t.worst_model = std::max(t.worst_model, s.model_ratio);
     }
   };
   TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
   for (const auto& [key, t] : table)
-    std::printf("%-10s %-12s %-5s %8lld comparisons   largest error/bound %.3g\n", f.name().c_str(),
-                key.first.c_str(), key.second.c_str(), static_cast<long long>(t.samples), t.worst);
+    std::printf("%-10s %-12s %-5s %8lld comparisons   largest error/limit %.3g   error/model %.3g\n",
+                f.name().c_str(), key.first.c_str(), key.second.c_str(), static_cast<long long>(t.samples),
+                t.worst, t.worst_model);
   std::printf("%-10s %lld cases, %lld inaccurate-kernel\n", f.name().c_str(),
               static_cast<long long>(r.cases), static_cast<long long>(r.verdicts["inaccurate-kernel"]));
 }

@@ -48,7 +48,11 @@ bool masked_in_query_dtype(const Case& c, const CaseTensors& t, int64_t row) {
 // 1.13's fused op (a kept node, passes off) computes in the case dtype:
 // q * scale, the scores and P stored in it, bmm accumulating in f32.
 KernelNumerics libtorch_numerics(const Case& c, const Graph& g) {
-  if (g.count(kSdpaOp) > 0) return KernelNumerics::naive(c.dtype);
+  if (g.count(kSdpaOp) > 0) {
+    KernelNumerics n = KernelNumerics::naive(c.dtype);
+    n.fp.split_scale = true;  // the composed path multiplies sqrt(scale) into q and k
+    return n;
+  }
   return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
 }
 

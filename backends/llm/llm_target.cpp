@@ -26,7 +26,8 @@ KernelSet custom_ops_kernels(DType pv_accumulation) {
   return k;
 }
 
-// custom_sdpa (§1.10-1.11): q.k summed in f32, the scale applied once in f32,
+// custom_sdpa (§1.10-1.11): q.k summed in f32, the scale (rounded to f32, charged as
+// the operand rounding) applied once,
 // scores f32, P rounded to the activation dtype before P @ V, which sums in
 // f32. A kept aten SDPA runs its math decomposition: f32 throughout.
 KernelNumerics custom_ops_numerics(const Case& c, const Graph& g) {

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <set>
+#include <tuple>
 
 
 #include "harness/case/case_json.h"
@@ -38,6 +39,13 @@ std::vector<GateDecision> decide(const Target& target, const ReferenceModel& ref
     d.c = c;
     d.rule = "no-decision";
     d.verdict = verdict_name(r.verdict);
+    // A pass that raised decided nothing: the call fails to compile, which
+    // the gate counts as an unsound rewrite, never as a kept node.
+    for (const auto& f : r.findings)
+      if (f.check == Check::robustness && f.verdict == Verdict::unexpected_error) {
+        d.rewrite = true;
+        d.rule = "pass-raised";
+      }
     out.push_back(std::move(d));
   }
   return out;
@@ -160,11 +168,11 @@ std::vector<GateClass> gate_classes() {
 
 namespace {
 
-using NodeKey = std::pair<int64_t, std::string>;  // sample index, node
+using NodeKey = std::tuple<int64_t, std::string, std::string>;  // sample index, pass, node
 
 std::map<NodeKey, const GateDecision*> by_node(const DecisionsFile& f) {
   std::map<NodeKey, const GateDecision*> out;
-  for (const auto& d : f.decisions) out[{d.index, d.node}] = &d;
+  for (const auto& d : f.decisions) out[{d.index, d.pass, d.node}] = &d;
   return out;
 }
 

@@ -28,6 +28,9 @@ struct AccuracySample {
   std::string kernel_set;
   DType dtype = DType::f32;
   double ratio = 0.0;  // the largest |C - G| / bound; above 1 fails
+  /// The largest |C - G| / (error model + floor): how tight the bound
+  /// derived from the kernel set's numerics is, the baseline rule aside.
+  double model_ratio = 0.0;
 };
 
 struct CaseResult {

@@ -152,10 +152,12 @@ TEST(Checks, AnOutputOfAnotherShapeIsAShapeMismatch) {
             Verdict::shape_mismatch);
 }
 
-// Two SDPA nodes whose sum is the output; the guard keeps both. Forcing %a
-// alone is sound, forcing %b alone (a rewrite that scales by 1.5) is not.
+// Two SDPA nodes whose sum is the output; the guard keeps both (or, with
+// `accept`, takes both). Rewriting %a alone is sound, rewriting %b alone (a
+// rewrite that scales by 1.5) is not.
 class TwoNodeTarget : public Target {
  public:
+  explicit TwoNodeTarget(bool accept = false) : pass_(accept) {}
   std::string name() const override { return "toy-two"; }
   const Options& options() const override { return options_; }
   CaseSpace case_space() const override { return {}; }
@@ -171,6 +173,8 @@ class TwoNodeTarget : public Target {
   }
   class KeepBoth : public Pass {
    public:
+    explicit KeepBoth(bool accept) : accept_(accept) {}
+    bool accept_;
     std::string name() const override { return "keep-both"; }
     using Pass::run;
     Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override {
@@ -182,9 +186,9 @@ class TwoNodeTarget : public Target {
           continue;
         }
         GuardContext guard(env, "%" + n.name);
-        guard.rule("never", false);
+        guard.rule("never", accept_);
         Decision d = guard.finish();
-        d.forced = control.rewrites(d);
+        d.forced = !d.rewrite && control.rewrites(d);
         r.decisions.push_back(d);
         ValueRef same = rw.copy(n);
         if (control.rewrites(d) && n.name == "b")
@@ -245,6 +249,16 @@ TEST(Completeness, EachKeptNodeIsForcedOnItsOwnAndAllTogether) {
       EXPECT_NE(f.detail.find("%a"), std::string::npos) << f.detail;
     }
   EXPECT_EQ(missed, 1) << "%b alone and both together are unsound";
+}
+
+TEST(Completeness, EachAcceptedNodeIsJudgedAloneWithTheOthersHeld) {
+  TwoNodeTarget t(/*accept=*/true);
+  EntryReference ref(t);
+  CaseResult r = run_case(t, ref, toy_case());
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_EQ(r.verdict, Verdict::unsound_rewrite);  // both rewritten: the case is unsound
+  EXPECT_TRUE(r.decisions[0].sound_alone);         // %a rewritten alone, %b held: sound
+  EXPECT_FALSE(r.decisions[1].sound_alone);
 }
 
 TEST(Checks, AWrongValueIsAnUnsoundRewrite) {

@@ -16,6 +16,7 @@ struct Comparison {
   double bound = 0.0;                   // the bound at `worst` (or the tightest broken one)
   bool within = true;                   // every element within its bound
   double ratio = 0.0;                   // accuracy: the largest |C - G| / bound over elements
+  double model_ratio = 0.0;             // accuracy: the largest |C - G| / (error model + floor)
 };
 
 /// The exact run against golden: |out - g| <= rel * max(max|g|, max|v|).
@@ -26,10 +27,10 @@ Comparison compare_exact(const Tensor& out, const Golden& g, double value_scale,
 /// and within the error model's bound for its row. The typical error keeps
 /// ill-conditioned rows (huge logits), where two correct kernels differ by
 /// rounding luck alone, from failing a kernel that happened to round worse
-/// than the baseline. The floor is 2 ulps of the output dtype at max|G|:
-/// the error model charges the rounding an output that cancels to near 0
-/// still carries (u * sum_j p_j |v_j|) in its row bound. `value_scale` is
-/// no longer part of the rule.
+/// than the baseline. The floor is 2 ulps of the output dtype at the row's
+/// max|G|: the error model charges the rounding an output that cancels to
+/// near 0 still carries (u * sum_j p_j |v_j|) in its row bound.
+/// `value_scale` is no longer part of the rule.
 /// A baseline that is non-finite where golden is finite drops the first rule.
 Comparison compare_accuracy(const Tensor& c, const Tensor& baseline, const Golden& g,
                             const ErrorBound& bound, DType dtype, double value_scale);

@@ -76,6 +76,12 @@ struct GraphConstant {
   std::string name;  // "scale"
   double value = 0.0;
   DType dtype = DType::f32;  // the dtype it is rounded to: its ulps are counted in it
+  /// Where the graph holds it: node `node`, keyword `kwarg` or else
+  /// positional argument `arg`; the checker puts the entry's value back
+  /// there to see whether the rounding alone explains a difference.
+  std::string node;
+  std::string kwarg;
+  int arg = -1;
 };
 
 /// A difference between the target and aten the target declares up front.

@@ -147,6 +147,31 @@ AttentionArgs flash_args(const KernelArgs& a) {
   return r;
 }
 
+// The efficient and cuDNN ops share (q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal):
+// an additive bias and causal may come together (both applied), causal aligned top-left.
+AttentionArgs bias_call_args(const KernelArgs& a) {
+  AttentionArgs r;
+  r.mask = a.optional_tensor(3);
+  r.dropout_p = a.real(5, 0.0);
+  r.causal = a.flag(6, false);
+  r.scale = a.kwarg_real("scale");
+  return r;
+}
+
+// aten._scaled_dot_product_efficient_attention: causal is CustomMaskType::CausalFromTopLeft; no GQA.
+AttentionArgs efficient_args(const KernelArgs& a) {
+  if (a.tensor(0).dim() >= 3 && a.tensor(0).size(-3) != a.tensor(1).size(-3))
+    refuse(a, "_scaled_dot_product_efficient_attention: query and key head counts differ (no GQA)");
+  return bias_call_args(a);
+}
+
+// aten._scaled_dot_product_cudnn_attention: MHA.cpp's set_causal_mask(is_causal) is top-left; GQA grouped.
+AttentionArgs cudnn_args(const KernelArgs& a) {
+  AttentionArgs r = bias_call_args(a);
+  r.gqa = true;
+  return r;
+}
+
 std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, Tensor* logsumexp = nullptr) {
   const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
   const Tensor* mask = call.mask;
@@ -262,6 +287,19 @@ void add_attention_kernels(KernelSet& k, Num n) {
     out.push_back(std::move(lse));
     return out;
   });
+  // Both return (output, log_sumexp in f32); the row count is the declared shape's: an empty last
+  // dim (compute_log_sumexp false) leaves it unwritten. Philox seed and offset are not modeled.
+  auto with_lse = [n](AttentionArgs (*read)(const KernelArgs&)) {
+    return [n, read](const KernelArgs& a) {
+      Tensor lse(a.out_dtype(1), a.out_shape(1));
+      const bool rows = lse.numel() > 0;
+      std::vector<Tensor> out = sdpa(a, n, read(a), rows ? &lse : nullptr);
+      out.push_back(std::move(lse));
+      return out;
+    };
+  };
+  k.add("aten._scaled_dot_product_efficient_attention.default", with_lse(efficient_args));
+  k.add("aten._scaled_dot_product_cudnn_attention.default", with_lse(cudnn_args));
 }
 
 }  // namespace sdpa::ref

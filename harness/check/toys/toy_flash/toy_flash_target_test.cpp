@@ -1,12 +1,13 @@
 // The flash toy: the entry's bottom-right causal mask is what the oracles
 // compute; the guarded pass is clean; the unguarded one is caught and shrunk
 // to a call where the two alignments differ; a case that says top-left for
-// this entry is an entry-disagree finding.
+// this entry is a bad file.
 #include <gtest/gtest.h>
 
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "harness/check/toys/toy_targets.h"
+#include "harness/io/json_reader.h"
 #include "oracles/dual_oracle.h"
 
 namespace sdpa::toy_flash {
@@ -49,9 +50,12 @@ TEST(ToyFlash, TheOraclesHonourBottomRight) {
   auto target = fixture().registry.make("toy-flash", {{"guard", "guarded"}});
   CaseResult ok = run_case(*target, *fixture().reference, causal_call(2, 4, CausalAlignment::bottom_right));
   EXPECT_EQ(ok.verdict, Verdict::rejected);  // kept by the guard, the entry matches its oracle
-  CaseResult wrong = run_case(*target, *fixture().reference, causal_call(2, 4, CausalAlignment::top_left));
-  ASSERT_EQ(wrong.verdict, Verdict::entry_disagree);
-  EXPECT_NE(wrong.primary()->detail.find("entry flash"), std::string::npos) << wrong.primary()->detail;
+  try {
+    run_case(*target, *fixture().reference, causal_call(2, 4, CausalAlignment::top_left));
+    FAIL() << "a top-left causal call is not what this entry form takes";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("case.causal_alignment"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ToyFlash, TheGuardedPassIsClean) {

@@ -1,0 +1,97 @@
+// Campaigns on the cuda target: `replace` is clean, `none` is the backend's
+// missing fallback kernel, and each guard rule, weakened alone, has a
+// consequence a campaign catches and shrinks.
+#include <gtest/gtest.h>
+
+#include "backends/all_targets.h"
+#include "generators/case_gen.h"
+#include "harness/campaign/campaign.h"
+#include "oracles/dual_oracle.h"
+#include "reports/run_summary.h"
+
+namespace sdpa::cuda {
+namespace {
+
+struct Fixture {
+  TargetRegistry registry;
+  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
+  CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
+  Fixture() { register_all_targets(registry); }
+
+  TargetRun campaign(const Options& options, int64_t cases, int64_t stop_after = 0) const {
+    auto target = registry.make("cuda", options);
+    CampaignOptions o;
+    o.seed = 20261130;
+    o.cases = cases;
+    o.stop_after = stop_after;
+    return run_target_campaign(*target, *reference, generators, o);
+  }
+};
+
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
+bool small(const Case& c) {
+  ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
+  return s.batch_numel() <= 2 && s.Hq <= 4 && s.Lq <= 4 && s.Lkv <= 4 && s.E <= 8 && s.Ev <= 8;
+}
+
+TEST(CudaReplace, NoUnsoundCrashUnexpectedErrorOrEntryDisagreeIn1000Cases) {
+  TargetRun r = fixture().campaign({{"guard", "replace"}}, 1000);
+  for (const char* v : {"unsound-rewrite", "crash", "unexpected-error", "entry-disagree", "oracle-disagree",
+                        "invalid-rewrite", "broken-invariant", "nan-mismatch", "inaccurate-kernel"})
+    EXPECT_EQ(r.verdicts[v], 0) << v << "\n" << run_summary_text({r});
+  EXPECT_GT(r.verdicts["pass"], 300) << run_summary_text({r});
+  EXPECT_GT(r.guard_rules["outputs-used"], 0) << run_summary_text({r});
+}
+
+TEST(CudaNone, EveryFusedCallIsUnsupportedNamingItsOp) {
+  TargetRun r = fixture().campaign({{"guard", "none"}, {"entry", "flash"}}, 100);
+  EXPECT_EQ(r.verdicts["unsupported"], 100) << run_summary_text({r});
+  auto target = fixture().registry.make("cuda", {{"guard", "none"}});
+  Case c;
+  c.dtype = DType::f16;
+  c.batch = {SymExpr(1)};
+  c.head_dim = c.value_dim = 8;
+  CaseResult one = run_case(*target, *fixture().reference, c);
+  ASSERT_EQ(one.verdict, Verdict::unsupported);
+  EXPECT_NE(one.primary()->detail.find("missing fallback kernel"), std::string::npos) << one.primary()->detail;
+  EXPECT_NE(one.primary()->detail.find("aten._scaled_dot_product_flash_attention.default"), std::string::npos);
+}
+
+struct Weakening {
+  std::string rule, entry, verdict;
+};
+
+void PrintTo(const Weakening& w, std::ostream* os) { *os << w.rule; }
+
+class WeakenedGuard : public ::testing::TestWithParam<Weakening> {};
+
+TEST_P(WeakenedGuard, TheHarnessCatchesTheConsequenceAndShrinksIt) {
+  const Weakening& p = GetParam();
+  TargetRun r = fixture().campaign({{"guard", "replace"}, {"weaken", p.rule}, {"entry", p.entry}}, 2000, 1);
+  const WrittenFinding* w = nullptr;
+  for (const auto& f : r.findings)
+    if (!w && f.verdict == p.verdict) w = &f;
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_LT(w->iteration, 2000);
+  EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
+  std::printf("weaken %s: %s at case %lld, shrunk in %d steps to %s\n", p.rule.c_str(), p.verdict.c_str(),
+              static_cast<long long>(w->iteration), w->shrink_steps, case_summary(w->shrunk).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, WeakenedGuard,
+    ::testing::Values(Weakening{"outputs-used", "dispatch", "invalid-rewrite"},
+                      Weakening{"causal-bias", "efficient", "invalid-rewrite"},
+                      Weakening{"causal-lengths", "flash", "unsound-rewrite"}),
+    [](const ::testing::TestParamInfo<Weakening>& i) {
+      std::string n = i.param.rule;
+      for (char& ch : n) ch = ch == '-' ? '_' : ch;
+      return n;
+    });
+
+}  // namespace
+}  // namespace sdpa::cuda

@@ -1,0 +1,231 @@
+#include "backends/cuda/cuda_target.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/common/sdpa_entry.h"
+#include "backends/cuda/cuda_invariants.h"
+#include "backends/cuda/fused_entry.h"
+#include "backends/cuda/replace_fused_sdpa_pass.h"
+#include "backends/cuda/triton/triton_routing_pass.h"
+#include "backends/cuda/triton/triton_sdpa_kernel.h"
+#include "backends/cuda/triton/triton_splitk_kernel.h"
+#include "harness/ir/kernels/reference_kernels.h"
+
+namespace sdpa::cuda {
+namespace {
+
+// With Triton kernel mode off, AOTInductor compiles a remaining aten SDPA
+// under sdpa_kernel([SDPBackend.MATH]) (llm-and-cuda.md §4.2). Modeled by the
+// harness reference kernels in emulated numerics, whose SDPA follows the math
+// backend (f16/bf16 upcast to f32, sqrt(scale) split into q and k). The
+// backend has no kernel for a fused variant: it refuses each, naming the op.
+KernelSet math_kernels() {
+  KernelSet k = make_reference_kernels("math", Numerics::emulated);
+  for (const char* op : {kFlashOp, kEfficientOp, kCudnnOp})
+    k.add(op, [op = std::string(op)](const KernelArgs&) -> std::vector<Tensor> {
+      throw KernelError(KernelError::Kind::unsupported,
+                        "missing fallback kernel: the CUDA backend has no kernel for " + op);
+    });
+  return k;
+}
+
+KernelNumerics math_numerics(const Case& c, const Graph&) {
+  return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
+}
+
+// Triton kernel mode on (the compile spec's default): the routed Triton ops
+// on their models, every other op on the reference kernels.
+KernelSet triton_kernels() {
+  KernelSet k("triton");
+  const KernelSet math = math_kernels();
+  for (const auto& op : math.ops()) k.add(op, *math.find(op));
+  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::emulated));
+  k.add(cuda_triton::kTritonSplitKOp, cuda_triton::triton_splitk_kernel(Numerics::emulated));
+  return k;
+}
+
+KernelSet exact_with_triton() {
+  KernelSet k = make_reference_kernels("exact", Numerics::exact);
+  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::exact));
+  k.add(cuda_triton::kTritonSplitKOp, cuda_triton::triton_splitk_kernel(Numerics::exact));
+  return k;
+}
+
+// triton::sdpa and the split-K programs (llm-and-cuda.md §4.3-4.4): bf16
+// in and out, f32 scores and accumulators, the scale applied once in f32,
+// P rounded to bf16 before P @ V. A graph without a Triton op (a kept fused
+// node) computes on the math path.
+KernelNumerics triton_numerics(const Case& c, const Graph& g) {
+  if (g.count(cuda_triton::kTritonSdpaOp) + g.count(cuda_triton::kTritonSplitKOp) == 0)
+    return math_numerics(c, g);
+  return KernelNumerics::floating({c.dtype, DType::f32, DType::f32, DType::f32, c.dtype, false});
+}
+
+// The largest |q_i . k_j| * |scale| the call can reach (Cauchy-Schwarz over rows).
+double score_bound(const Case& c, const CaseTensors& t) {
+  auto largest_row_norm = [](const Tensor& x) {
+    const int64_t d = x.shape.back();
+    double best = 0;
+    for (int64_t row = 0; row * d < x.numel(); ++row) {
+      double sq = 0;
+      for (int64_t e = 0; e < d; ++e) sq += x.data[row * d + e] * x.data[row * d + e];
+      best = std::max(best, std::sqrt(sq));
+    }
+    return best;
+  };
+  return std::fabs(c.effective_scale()) * largest_row_norm(t.q) * largest_row_norm(t.k);
+}
+
+// Where cuDNN's -65504 stands in for a false mask entry, the oracles (aten's
+// -inf) agree only if every row keeps a key and no dropped key can come
+// within 40 of a kept one (exp(-40) ~ 4e-18, far inside the exact tolerance).
+std::optional<std::string> finite_fill_differs(const Case& c) {
+  for (const auto& at : c.runs()) {
+    CaseTensors t = make_case_tensors(c, at);
+    const int64_t cols = t.mask->shape.back();
+    for (int64_t row = 0; row * cols < t.mask->numel(); ++row) {
+      bool any = false;
+      for (int64_t j = 0; j < cols && !any; ++j) any = t.mask->data[row * cols + j] != 0.0;
+      if (!any) return std::string("a row with every key false attends every key");
+    }
+    if (2 * score_bound(c, t) >= 65504.0 - 40.0)
+      return std::string("scores as large as the fill let false keys take part");
+  }
+  return std::nullopt;
+}
+
+class CudaTarget : public Target {
+ public:
+  explicit CudaTarget(Options options)
+      : options_(std::move(options)),
+        entry_(*parse_entry(options_.at("entry"))),
+        pass_(parse_fused_rule(options_.at("weaken"))),
+        triton_(options_.at("triton") == "on"),
+        kernels_(triton_ ? triton_kernels() : math_kernels()),
+        exact_(exact_with_triton()) {}
+
+  std::string name() const override { return "cuda"; }
+  const Options& options() const override { return options_; }
+
+  CaseSpace case_space() const override {
+    CaseSpace s;
+    const bool half_only = entry_ == EntryForm::flash || entry_ == EntryForm::cudnn;
+    s.dtypes = half_only ? std::vector<DType>{DType::f16, DType::bf16}
+                         : std::vector<DType>{DType::f32, DType::f16, DType::bf16};
+    // The Triton kernels take bf16 only (any other dtype raises "Expected
+    // bfloat16 inputs"): with them on, the generators draw bf16 calls.
+    if (triton_) s.dtypes = {DType::bf16};
+    s.bshd_layout = false;  // the fused ops take [B, H, L, D]
+    s.masks = entry_ != EntryForm::flash;
+    s.max_batch_rank = entry_ == EntryForm::dispatch ? 2 : 1;
+    s.batch_rank_weights = entry_ == EntryForm::dispatch ? std::vector<double>{1, 8, 1} : std::vector<double>{0, 1};
+    s.variants = {{kPlain, 6}, {kLseReader, 2}, {kCausalBias, 2}};
+    if (entry_ == EntryForm::flash) s.causal_alignments = {CausalAlignment::bottom_right};
+    return s;
+  }
+
+  std::optional<std::string> refuses(const Case& c) const override {
+    if (c.layout != Layout::bhsd) return std::string("the cuda entry forms are [B, H, L, D] (layout bhsd)");
+    if (c.dtype == DType::i8) return std::string("the cuda target takes float calls only");
+    if (!(c.start_pos == SymExpr(0))) return std::string("the cuda entry forms have no KV-cache position");
+    if (auto why = entry_refuses(entry_, c)) return why;
+    if (entry_variant(entry_, c) == Variant::cudnn && c.mask && c.mask->dtype == DType::b8)
+      if (auto why = finite_fill_differs(c))
+        return "cuDNN receives a bool mask as a -65504 bias (llm-and-cuda.md §3.2, §3.8): " + *why +
+               ", which aten's -inf excludes; the oracles model aten";
+    return std::nullopt;
+  }
+
+  Graph entry(const Case& c) const override { return fused_entry_graph(c, entry_variant(entry_, c)); }
+
+  // Only a direct flash call aligns causal bottom-right; with Lq == Lkv
+  // statically the alignments agree, and the case says top-left.
+  Case meaning(const Case& c) const override {
+    Case m = c;
+    if (!c.is_causal) return m;
+    const bool square = c.shape_env().statically_known(Fact{c.q_len, Rel::eq, c.kv_len});
+    m.causal_alignment = entry_variant(entry_, c) == Variant::flash && !square ? CausalAlignment::bottom_right
+                                                                                : CausalAlignment::top_left;
+    return m;
+  }
+
+  std::vector<GraphConstant> constants(const Graph& g) const override {
+    for (const Node& n : g.nodes)
+      if (is_fused_op(n.op) || n.op == kSdpaOp)
+        if (const Arg* s = n.kwarg("scale"); s && std::holds_alternative<double>(*s))
+          return {{"scale", std::get<double>(*s), DType::f64}};
+    return {};
+  }
+
+  std::vector<const Pass*> passes() const override {
+    if (options_.at("guard") == "none") return {};
+    if (triton_) return {&pass_, &routing_};
+    return {&pass_};
+  }
+
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    if (triton_)
+      return {{&kernels_, {DType::bf16}, "triton.sdpa and triton.sdpa_decode_splitk models; no fused op",
+               triton_numerics}};
+    return {{&kernels_, {DType::f32, DType::f16, DType::bf16},
+             "reference kernels in emulated numerics (aten SDPA as the math backend); no fused op",
+             math_numerics}};
+  }
+  const KernelSet& exact_kernels() const override { return exact_; }
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+
+  std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
+    if (options_.at("guard") == "none") return {};  // no pass, no rewrite to hold to them
+    return fused_rewrite_invariants(pass_, c.shape_env(), before, after);
+  }
+
+ private:
+  Options options_;
+  EntryForm entry_;
+  ReplaceFusedSdpaWithSdpaPass pass_;
+  cuda_triton::ReplaceEdgeOpWithTritonOpPass routing_;
+  bool triton_;
+  KernelSet kernels_, exact_;
+};
+
+class CudaFactory : public TargetFactory {
+ public:
+  std::string name() const override { return "cuda"; }
+  std::string description() const override {
+    return "ExecuTorch CUDA backend: fused flash/efficient/cuDNN SDPA back to aten SDPA (Triton off)";
+  }
+  std::vector<OptionSpec> option_specs() const override {
+    std::vector<std::string> weaken{"none"};
+    for (const auto& [rule, name] : fused_rules()) weaken.push_back(name);
+    return {{"guard", {"none", "replace"}, "replace",
+             "none: no pass (the backend's missing fallback kernel); replace: ReplaceFusedSdpaWithSdpaPass"},
+            {"entry", {"dispatch", "flash", "efficient", "cudnn"}, "dispatch",
+             "the fused op export emits: PyTorch's CUDA dispatcher's choice, or one op called directly"},
+            {"weaken", weaken, "none", "switch off one guard rule (self-tests)"},
+            {"triton", {"off", "on"}, "off",
+             "the compile spec's triton_kernel_mode: on adds ReplaceEdgeOpWithTritonOpPass and runs "
+             "triton.sdpa / sdpa_decode_splitk (bf16); off compiles aten SDPA on the math path"}};
+  }
+  std::vector<MutantSpec> mutants() const override {
+    std::vector<MutantSpec> out;
+    for (const auto& [rule, name] : fused_rules()) {
+      MutantSpec m{"weaken-" + name, {{"guard", "replace"}, {"weaken", name}},
+                   "the replace guard without its " + name + " rule"};
+      // The entry where the rule has a consequence: flash's bottom-right causal, efficient's causal bias.
+      if (rule == FusedRule::causal_lengths) m.options["entry"] = "flash";
+      if (rule == FusedRule::causal_bias) m.options["entry"] = "efficient";
+      out.push_back(m);
+    }
+    return out;
+  }
+  std::unique_ptr<Target> make(const Options& options) const override {
+    return std::make_unique<CudaTarget>(options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TargetFactory> make_factory() { return std::make_unique<CudaFactory>(); }
+
+}  // namespace sdpa::cuda

@@ -1,0 +1,82 @@
+// The cuda target with Triton kernel mode on. ReplaceEdgeOpWithTritonOpPass
+// has no guard, so the Triton kernels' own refusals are invalid-rewrite
+// findings with their messages, and scale=0.0, which triton::sdpa reads as
+// the default (llm-and-cuda.md §5 item 6), is the one unsound class; the
+// split-K kernel's fixed maximum (p = exp(s - 5), no running max) is
+// reported on large scores, where the standard kernel and the oracles agree.
+#include <gtest/gtest.h>
+
+#include "backends/all_targets.h"
+#include "generators/case_gen.h"
+#include "harness/campaign/campaign.h"
+#include "oracles/dual_oracle.h"
+#include "reports/run_summary.h"
+
+namespace sdpa::cuda {
+namespace {
+
+struct Fixture {
+  TargetRegistry registry;
+  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
+  Fixture() { register_all_targets(registry); }
+  CaseResult check(const Options& o, const Case& c) const {
+    return run_case(*registry.make("cuda", o), *reference, c);
+  }
+};
+
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
+// A decode call: bf16, Lq 1, Lkv 256, D 64, routed to split-K.
+Case decode(double magnitude) {
+  Case c;
+  c.dtype = DType::bf16;
+  c.batch = {SymExpr(1)};
+  c.q_len = 1;
+  c.kv_len = 256;
+  c.head_dim = c.value_dim = 64;
+  c.data.seed = 5;
+  c.data.distribution = Distribution::large;
+  c.data.magnitude = magnitude;
+  return c;
+}
+
+TEST(CudaTriton, TheRoutedPipelineFailsOnlyWhereTheTritonKernelsDo) {
+  auto target = fixture().registry.make("cuda", {{"triton", "on"}});
+  CampaignOptions o;
+  o.seed = 20261130;
+  o.cases = 600;
+  TargetRun r = run_target_campaign(*target, *fixture().reference,
+                                    [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); }, o);
+  for (const char* v : {"rounded-constant", "crash", "unexpected-error", "entry-disagree", "oracle-disagree",
+                        "broken-invariant", "inaccurate-kernel"})
+    EXPECT_EQ(r.verdicts[v], 0) << v << "\n" << run_summary_text({r});
+  EXPECT_GT(r.verdicts["pass"], 100) << run_summary_text({r});
+  EXPECT_GT(r.verdicts["unsound-rewrite"], 0);
+  for (const auto& w : r.findings) {
+    if (w.verdict == "unsound-rewrite") EXPECT_EQ(w.shrunk.scale, 0.0) << case_summary(w.shrunk);
+    if (w.verdict == "invalid-rewrite")
+      EXPECT_NE(w.finding.detail.find("triton."), std::string::npos) << w.finding.detail;
+  }
+}
+
+TEST(CudaTriton, SplitKFixedMaxIsFoundOnLargeScores) {
+  // Moderate scores: split-K within its bound.
+  CaseResult ok = fixture().check({{"triton", "on"}}, decode(0.05));
+  EXPECT_EQ(ok.verdict, Verdict::pass) << (ok.primary() ? ok.primary()->detail : "");
+  // Scores far above phi + 88.7: exp overflows in f32, the row is NaN.
+  CaseResult bad = fixture().check({{"triton", "on"}}, decode(2.0));
+  ASSERT_TRUE(bad.verdict == Verdict::nan_mismatch || bad.verdict == Verdict::inaccurate_kernel)
+      << verdict_name(bad.verdict);
+  EXPECT_EQ(bad.primary()->kernel_set, "triton");
+  EXPECT_NE(bad.primary()->first_node.find("sdpa_decode_splitk"), std::string::npos) << bad.primary()->first_node;
+  // The same call with Lkv 255 takes the standard kernel, which has a running max.
+  Case standard = decode(2.0);
+  standard.kv_len = 255;
+  EXPECT_EQ(fixture().check({{"triton", "on"}}, standard).verdict, Verdict::pass);
+}
+
+}  // namespace
+}  // namespace sdpa::cuda

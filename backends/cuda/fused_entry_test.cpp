@@ -1,0 +1,183 @@
+// The entry forms: the dispatcher's choice, the graph of each variant, and
+// what the oracles are told a causal call means.
+#include "backends/cuda/fused_entry.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/all_targets.h"
+#include "backends/common/sdpa_entry.h"
+#include "harness/check/check.h"
+#include "harness/ir/graph_printer.h"
+#include "harness/ir/graph_verify.h"
+#include "oracles/dual_oracle.h"
+
+namespace sdpa::cuda {
+namespace {
+
+Case base() {
+  Case c;
+  c.dtype = DType::f16;
+  c.batch = {SymExpr(1)};
+  c.q_heads = 4;
+  c.kv_heads = 4;
+  c.q_len = 3;
+  c.kv_len = 3;
+  c.head_dim = 8;
+  c.value_dim = 8;
+  c.data.seed = 7;
+  return c;
+}
+
+MaskSpec bool_mask(const Case& c, MaskPattern p = MaskPattern::random, double param = 0.7) {
+  return MaskSpec{DType::b8, {SymExpr(1), SymExpr(1), c.q_len, c.kv_len}, p, param};
+}
+
+TEST(Dispatch, FlashWithoutMaskInHalfPrecision) {
+  EXPECT_EQ(dispatch_variant(base()), Variant::flash);
+  Case gqa = base();
+  gqa.kv_heads = 2;
+  gqa.enable_gqa = true;
+  EXPECT_EQ(dispatch_variant(gqa), Variant::flash);
+}
+
+TEST(Dispatch, CausalWithUnequalLengthsSkipsFlash) {
+  Case c = base();
+  c.is_causal = true;
+  c.kv_len = 5;
+  EXPECT_EQ(dispatch_variant(c), Variant::efficient);
+  c.q_len = SymExpr::symbol("s0");
+  c.kv_len = SymExpr::symbol("s0");
+  c.symbols = {{"s0", {3, 1, 8}}};
+  EXPECT_EQ(dispatch_variant(c), Variant::flash);  // equal for every size
+}
+
+TEST(Dispatch, MaskGoesToEfficientThenCudnnThenMath) {
+  Case c = base();
+  c.mask = bool_mask(c);
+  EXPECT_EQ(dispatch_variant(c), Variant::efficient);
+  c.kv_heads = 2;  // efficient has no GQA
+  c.enable_gqa = true;
+  EXPECT_EQ(dispatch_variant(c), Variant::cudnn);
+  c.head_dim = c.value_dim = 4;  // cuDNN needs multiples of 8
+  EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+}
+
+TEST(Dispatch, F32GoesToEfficientOrMath) {
+  Case c = base();
+  c.dtype = DType::f32;
+  EXPECT_EQ(dispatch_variant(c), Variant::efficient);
+  c.head_dim = 6;
+  EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+}
+
+TEST(Dispatch, MqaWithoutEnableGqaStaysAten) {
+  Case c = base();
+  c.kv_heads = 1;
+  EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+}
+
+TEST(EntryGraph, EachVariantHoldsItsOpWithTheSchemaArgumentOrder) {
+  Case c = base();
+  c.scale = 0.5;
+  c.mask = bool_mask(c);
+  std::string eff = print_graph(fused_entry_graph(c, Variant::efficient));
+  EXPECT_NE(eff.find("aten.where.Scalar](args = (%attn_mask, 0.0, -inf)"), std::string::npos) << eff;
+  EXPECT_NE(eff.find("(%q, %k, %v, %attn_bias, False, 0.0, False), kwargs = {scale: 0.5}"), std::string::npos) << eff;
+  std::string cudnn = print_graph(fused_entry_graph(c, Variant::cudnn));
+  EXPECT_NE(cudnn.find("aten.where.Scalar](args = (%attn_mask, 0.0, -65504.0)"), std::string::npos) << cudnn;
+  EXPECT_NE(cudnn.find("(%q, %k, %v, %attn_bias, False, 0.0, False, False)"), std::string::npos) << cudnn;
+  c.mask.reset();
+  std::string flash = print_graph(fused_entry_graph(c, Variant::flash));
+  EXPECT_NE(flash.find("(%q, %k, %v, 0.0, False, False), kwargs = {scale: 0.5}"), std::string::npos) << flash;
+  EXPECT_EQ(fused_entry_graph(c, Variant::sdpa).count(kSdpaOp), 1);
+}
+
+TEST(EntryGraph, TheLseReaderVariantReadsOutputOne) {
+  Case c = base();
+  c.variant = kLseReader;
+  for (Variant v : {Variant::flash, Variant::efficient, Variant::cudnn}) {
+    Graph g = fused_entry_graph(c, v);
+    EXPECT_TRUE(verify_graph(g).empty()) << print_graph(g);
+    EXPECT_EQ(g.count("aten.zeros_like.default"), 1) << variant_name(v);
+    std::string text = print_graph(g);
+    EXPECT_NE(text.find("_attention[1],)"), std::string::npos) << text;  // zeros_like reads output 1
+  }
+}
+
+TEST(EntryGraph, CausalBiasNeedsACausalPatternOverEveryKey) {
+  Case c = base();
+  c.variant = kCausalBias;
+  c.mask = bool_mask(c, MaskPattern::causal);
+  EXPECT_TRUE(causal_bias_applies(c, Variant::efficient));
+  EXPECT_FALSE(causal_bias_applies(c, Variant::flash));
+  std::string text = print_graph(fused_entry_graph(c, Variant::efficient));
+  EXPECT_NE(text.find("%attn_bias, False, 0.0, True)"), std::string::npos) << text;
+  c.mask->shape.back() = SymExpr(1);  // a causal pattern over one broadcast key keeps every key
+  EXPECT_FALSE(causal_bias_applies(c, Variant::efficient));
+  c.mask = bool_mask(c, MaskPattern::random);
+  EXPECT_FALSE(causal_bias_applies(c, Variant::efficient));
+  c.mask = MaskSpec{DType::f32, {SymExpr(1), SymExpr(1), c.q_len, c.kv_len}, MaskPattern::causal, 0, MaskFill::neg_1e4};
+  EXPECT_FALSE(causal_bias_applies(c, Variant::efficient));  // -1e4 is not -inf for large scores
+  c.mask->fill = MaskFill::neg_inf;
+  EXPECT_TRUE(causal_bias_applies(c, Variant::efficient));
+}
+
+struct Fixture {
+  TargetRegistry registry;
+  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
+  Fixture() { register_all_targets(registry); }
+};
+
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
+TEST(Meaning, BottomRightExactlyForADirectFlashCallThatMayBeNonSquare) {
+  auto flash = fixture().registry.make("cuda", {{"entry", "flash"}});
+  auto eff = fixture().registry.make("cuda", {{"entry", "efficient"}});
+  auto dispatch = fixture().registry.make("cuda", {});
+  Case c = base();
+  c.is_causal = true;
+  c.kv_len = 5;
+  EXPECT_EQ(flash->meaning(c).causal_alignment, CausalAlignment::bottom_right);
+  EXPECT_EQ(eff->meaning(c).causal_alignment, CausalAlignment::top_left);
+  EXPECT_EQ(dispatch->meaning(c).causal_alignment, CausalAlignment::top_left);
+  c.kv_len = 3;
+  c.causal_alignment = CausalAlignment::bottom_right;
+  EXPECT_EQ(flash->meaning(c).causal_alignment, CausalAlignment::top_left);  // square: both agree
+}
+
+// Each entry run exactly matches the oracles on a non-square causal call
+// (the pass is off: only the entry check decides).
+TEST(Meaning, EveryEntryMatchesTheOracles) {
+  for (const char* entry : {"flash", "efficient", "cudnn", "dispatch"}) {
+    auto t = fixture().registry.make("cuda", {{"entry", entry}, {"guard", "none"}});
+    Case c = base();
+    c.is_causal = true;
+    c.causal_alignment = t->case_space().causal_alignments.at(0);
+    c.q_len = 2;
+    c.kv_len = 4;
+    for (const char* variant : {kPlain, kLseReader}) {
+      c.variant = variant;
+      CaseResult r = run_case(*t, *fixture().reference, c);
+      EXPECT_NE(r.verdict, Verdict::entry_disagree) << entry << " " << variant << ": " << r.primary()->detail;
+    }
+  }
+}
+
+TEST(Meaning, CudnnRefusesABoolMaskThatDropsAWholeRow) {
+  auto t = fixture().registry.make("cuda", {{"entry", "cudnn"}});
+  Case c = base();
+  c.mask = bool_mask(c, MaskPattern::full_row, 1.0);
+  ASSERT_TRUE(t->refuses(c).has_value());
+  EXPECT_NE(t->refuses(c)->find("-65504"), std::string::npos);
+  c.mask = bool_mask(c, MaskPattern::causal);
+  EXPECT_FALSE(t->refuses(c).has_value());
+  c.scale = 1e5;  // scores beyond the fill: a false key takes part
+  ASSERT_TRUE(t->refuses(c).has_value());
+  EXPECT_NE(t->refuses(c)->find("scores as large as the fill"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdpa::cuda

@@ -1,0 +1,158 @@
+// Models triton::sdpa (ExecuTorch backends/cuda/triton/kernels/sdpa.py):
+// the wrapper's checks in order with their texts, scale 0.0 read as
+// 1/sqrt(D), a bool mask of exactly [B, 1, Lq, Lkv], causal only with
+// Lq == Lkv, mask and causal both applied, GQA kv head h // (Hq / Hkv), and
+// the two Triton programs: the power-of-2 one (exp, inv_l = l > 0 ? 1/l : 0)
+// and the non-power-of-2 one (exp2 with the scale times log2(e), l starting
+// at 1, acc / l), both with f32 scores and P cast to bf16 before P @ V.
+#include "backends/cuda/triton/triton_sdpa_kernel.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "backends/cuda/triton/triton_common.h"
+
+namespace sdpa::cuda_triton {
+namespace {
+
+constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+constexpr long double kLog2e = 1.4426950408889634L;
+
+struct Dims {
+  int64_t B, Hq, Hkv, Lq, Lkv, D;
+};
+
+// sdpa.py _validate_qkv_shapes: each check with its RuntimeError text, in order.
+Dims validate_qkv_shapes(const TritonCall& c) {
+  const Tensor &q = *c.q, &k = *c.k, &v = *c.v;
+  auto n = [](int64_t x) { return std::to_string(x); };
+  if (!(q.size(0) == k.size(0) && k.size(0) == v.size(0)))
+    runtime_error("Batch dimension must match; got B_q=" + n(q.size(0)) + ", B_k=" + n(k.size(0)) +
+                  ", B_v=" + n(v.size(0)) + ".");
+  if (k.size(1) != v.size(1))
+    runtime_error("K and V head counts must match; got H_k=" + n(k.size(1)) + ", H_v=" + n(v.size(1)) + ".");
+  if (c.enable_gqa) {
+    if (k.size(1) == 0) throw KernelError(KernelError::Kind::recoverable, "ZeroDivisionError: integer modulo by zero");
+    if (q.size(1) % k.size(1) != 0)
+      runtime_error("GQA requires H_q divisible by H_kv; got H_q=" + n(q.size(1)) + ", H_kv=" + n(k.size(1)) + ".");
+  } else if (q.size(1) != k.size(1)) {
+    runtime_error("Head counts must match (or use enable_gqa=True); got H_q=" + n(q.size(1)) +
+                  ", H_k=" + n(k.size(1)) + ".");
+  }
+  if (!(q.size(3) == k.size(3) && k.size(3) == v.size(3)))
+    runtime_error("Head dimension must match across Q, K, V; got D_q=" + n(q.size(3)) + ", D_k=" +
+                  n(k.size(3)) + ", D_v=" + n(v.size(3)) + ".");
+  if (k.size(2) != v.size(2))
+    runtime_error("Key and Value must have the same sequence length; got L_k=" + n(k.size(2)) +
+                  ", L_v=" + n(v.size(2)) + ".");
+  return {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
+}
+
+// Which Triton program runs, and how it computes.
+struct Program {
+  int64_t block_n;
+  bool exp2;            // non-power-of-2: scale pre-multiplied by log2(e), exp2
+  long double l_init;   // non-power-of-2: l_i starts at 1.0 (harmless: alpha is 0 at the first live tile)
+  bool guarded_inverse; // power-of-2: inv_l = l > 0 ? 1/l : 0; else acc / l
+};
+
+Program program_for(int64_t D, bool exact) {
+  if (exact || is_power_of_2(D)) return {kPow2BlockN, false, 0.0L, true};
+  // _launch_non_pow2_kernel: BLOCK_D = next_pow2(D) clamped to [16, 256], BLOCK_N 128 (64 at BLOCK_D 256).
+  if (D > 256)
+    throw KernelError(KernelError::Kind::unsupported,
+                      "triton.sdpa non-power-of-2 D > 256 computes only BLOCK_D = 256 dims and leaves "
+                      "the rest of the output unwritten: not modeled");
+  const int64_t block_d = D <= 16 ? 16 : D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 256;
+  return {block_d >= 256 ? 64 : 128, true, 1.0L, false};
+}
+
+class StandardSdpa {
+ public:
+  StandardSdpa(const TritonCall& c, const Dims& d, bool exact, DType out_dtype)
+      : c_(c), d_(d), ar_{exact}, prog_(program_for(d.D, exact)), out_dtype_(out_dtype) {
+    const double s = sm_scale(c.scale, d.D);
+    // sm_scale: tl.float32; the non-pow2 program multiplies it by log2(e) in f32.
+    scale_ = exact ? s : static_cast<float>(s);
+    if (prog_.exp2) scale_ = ar_.f32(scale_ * static_cast<float>(kLog2e));
+  }
+
+  Tensor run() {
+    Tensor out(out_dtype_, {d_.B, d_.Hq, d_.Lq, d_.D});
+    for (int64_t b = 0; b < d_.B; ++b)
+      for (int64_t h = 0; h < d_.Hq; ++h)
+        for (int64_t i = 0; i < d_.Lq; ++i) row(out, b, h, i);
+    return out;
+  }
+
+ private:
+  // The score of key j for query row i, or -inf where causal or the mask drops it.
+  long double score(int64_t b, int64_t h, int64_t i, int64_t hk, int64_t j) const {
+    // Causal is offs_n > seq_pos (top-left; Lq == Lkv makes it bottom-right too).
+    if (c_.is_causal && j > i) return kNegInf;
+    if (c_.mask && c_.mask->data[(b * d_.Lq + i) * d_.Lkv + j] == 0.0) return kNegInf;
+    return ar_.f32(dot_qk(ar_, *c_.q, *c_.k, b, h, i, hk, j) * scale_);
+  }
+
+  long double exp(long double x) const { return prog_.exp2 ? ar_.exp2(x) : ar_.exp(x); }
+
+  void row(Tensor& out, int64_t b, int64_t h, int64_t i) {
+    const int64_t hk = h / (d_.Hq / d_.Hkv);  // GQA: kv head h // num_groups
+    long double m = kNegInf, l = prog_.l_init;
+    std::vector<long double> acc(d_.D, 0), s(prog_.block_n), p(prog_.block_n);
+    for (int64_t n = 0; n < d_.Lkv; n += prog_.block_n) {
+      const int64_t cols = std::min(prog_.block_n, d_.Lkv - n);
+      long double m_new = m;
+      for (int64_t c = 0; c < cols; ++c) m_new = std::max(m_new, s[c] = score(b, h, i, hk, n + c));
+      long double l_tile = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        p[c] = m_new > kNegInf ? exp(ar_.f32(s[c] - m_new)) : 0.0L;  // safe_diff
+        l_tile = ar_.f32(l_tile + p[c]);
+        p[c] = ar_.bf16(p[c]);  // p_f32.to(tl.bfloat16) before P @ V
+      }
+      const long double alpha = exp(m_new > kNegInf ? ar_.f32(m - m_new) : 0.0L);
+      for (int64_t e = 0; e < d_.D; ++e) acc[e] = pv(acc[e], alpha, p, cols, b, hk, n, e);
+      l = ar_.f32(l * alpha + l_tile);
+      m = m_new;
+    }
+    for (int64_t e = 0; e < d_.D; ++e) {
+      long double o = prog_.guarded_inverse ? ar_.f32(acc[e] * (l > 0 ? ar_.f32(1.0L / l) : 0.0L))
+                                            : ar_.f32(acc[e] / l);
+      out.data[((b * d_.Hq + h) * d_.Lq + i) * d_.D + e] = static_cast<double>(ar_.exact ? o : ar_.bf16(o));
+    }
+  }
+
+  // pow2: acc * alpha + tl.dot(p_bf16, v); non-pow2: tl.dot(p_bf16, v, acc * alpha).
+  long double pv(long double acc, long double alpha, const std::vector<long double>& p, int64_t cols,
+                 int64_t b, int64_t hk, int64_t n, int64_t e) const {
+    long double dot = prog_.guarded_inverse ? 0.0L : ar_.f32(acc * alpha);
+    for (int64_t c = 0; c < cols; ++c) dot = ar_.f32(dot + p[c] * at4(*c_.v, b, hk, n + c, e));
+    return prog_.guarded_inverse ? ar_.f32(ar_.f32(acc * alpha) + dot) : dot;
+  }
+
+  const TritonCall& c_;
+  Dims d_;
+  TritonArith ar_;
+  Program prog_;
+  DType out_dtype_;
+  long double scale_ = 1.0L;
+};
+
+}  // namespace
+
+KernelFn triton_sdpa_kernel(Numerics numerics) {
+  return [numerics](const KernelArgs& a) {
+    const TritonCall c = read_triton_call(a);
+    validate_sdpa_inputs(c);
+    const Dims d = validate_qkv_shapes(c);
+    if (c.is_causal && d.Lq != d.Lkv)
+      runtime_error("Causal masking requires L_q == L_kv; got L_q=" + std::to_string(d.Lq) + ", L_kv=" +
+                    std::to_string(d.Lkv) + ". For decode (L_q < L_kv), use an explicit bool mask instead.");
+    sm_scale(c.scale, d.D);  // evaluated before the mask checks upstream
+    prepare_mask_params(c.mask, d.B, d.Lq, d.Lkv);
+    return std::vector<Tensor>{StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype()).run()};
+  };
+}
+
+}  // namespace sdpa::cuda_triton

@@ -1,0 +1,26 @@
+#pragma once
+/// A model of ExecuTorch's `triton::sdpa` (backends/cuda/triton/kernels/
+/// sdpa.py at executorch main cff6f4dd32), semantics/llm-and-cuda.md §4.3;
+/// the Triton programs' arithmetic as a stored copy of sdpa.py (with kv_len,
+/// so at or after 82fcf09f77) writes it.
+#include "harness/ir/kernel_set.h"
+#include "harness/ir/kernels/reference_kernels.h"
+
+namespace sdpa::cuda_triton {
+
+inline constexpr const char* kTritonSdpaOp = "triton.sdpa.default";
+
+/// BLOCK_N of the power-of-2 kernel is autotuned in {32, 64, 128}; the
+/// model takes 64 (the tiling changes only the f32 rounding order).
+inline constexpr int64_t kPow2BlockN = 64;
+
+/// The kernel for `triton.sdpa.default(query, key, value, attn_mask=None,
+/// dropout_p=0.0, is_causal=False, scale=0.0, enable_gqa=False)` on
+/// [B, H, L, D] bf16 tensors. `emulated` (or `naive`): the Triton program's
+/// arithmetic (f32 scores and accumulators, P rounded to bf16 before P @ V,
+/// the output rounded to bf16); `exact`: the same semantics in long double
+/// without rounding (the soundness twin). The wrapper's RuntimeErrors are
+/// KernelError::recoverable with the upstream texts.
+KernelFn triton_sdpa_kernel(Numerics numerics);
+
+}  // namespace sdpa::cuda_triton

@@ -1,0 +1,165 @@
+#include "backends/cuda/triton/triton_sdpa_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/cuda/triton/triton_test_util.h"
+
+namespace sdpa::cuda_triton {
+namespace {
+
+using testing::bhld;
+using testing::bools;
+using testing::raised;
+using Spec = testing::TritonCallSpec;
+
+Tensor run(const Spec& c, Numerics n = Numerics::emulated) {
+  return testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(n), c);
+}
+
+double at(const Tensor& t, int64_t h, int64_t i, int64_t e) {
+  return t.data[(h * t.shape[2] + i) * t.shape[3] + e];
+}
+
+// semantics §5 item 6: q[1,1,2,4], k/v[1,1,2,4], scale 0.0.
+Spec scale_zero_case() {
+  auto q = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t i, int64_t e) { return e == i ? 1.0 : 0.0; });
+  auto k = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t j, int64_t e) {
+    return j == 0 ? (e < 2 ? 1.0 : 0.0) : (e == 1 ? 2.0 : 0.0);
+  });
+  auto v = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t j, int64_t e) {
+    return j == 0 && e == 0 ? 2.0 : j == 1 && e == 1 ? 4.0 : 0.0;
+  });
+  return {q, k, v};
+}
+
+TEST(TritonSdpa, ScaleZeroIsReadAsOneOverSqrtD) {
+  // Scores q.k: row 0 (1, 0), row 1 (1, 2); times 1/sqrt(4) = 0.5, not times 0.
+  const double w_row0 = 1.0 / (1.0 + std::exp(-0.5));  // softmax(0.5, 0)[0]
+  const double w_row1 = 1.0 / (1.0 + std::exp(0.5));   // softmax(0.5, 1)[0]
+  for (Numerics n : {Numerics::exact, Numerics::emulated}) {
+    const double tol = n == Numerics::exact ? 1e-12 : 1e-2;
+    Tensor out = run(scale_zero_case(), n);
+    EXPECT_NEAR(at(out, 0, 0, 0), 2 * w_row0, tol);
+    EXPECT_NEAR(at(out, 0, 0, 1), 4 * (1 - w_row0), tol);
+    EXPECT_NEAR(at(out, 0, 1, 0), 2 * w_row1, tol);
+    EXPECT_NEAR(at(out, 0, 1, 1), 4 * (1 - w_row1), tol);
+    EXPECT_GT(std::fabs(at(out, 0, 0, 0) - 1.0), 0.2);  // aten's scale 0: the mean of v, 1.0
+  }
+}
+
+TEST(TritonSdpa, FullyMaskedRowGivesZero) {
+  for (int64_t D : {4, 3}) {  // the power-of-2 program (inv_l guard) and the other (l starts at 1)
+    auto f = [](int64_t, int64_t, int64_t l, int64_t e) { return 0.5 + 0.25 * l - 0.125 * e; };
+    Spec c{bhld({1, 1, 2, D}, f), bhld({1, 1, 3, D}, f), bhld({1, 1, 3, D}, f),
+           bools({1, 1, 2, 3}, {1, 1, 1, 0, 0, 0})};
+    for (Numerics n : {Numerics::exact, Numerics::emulated}) {
+      Tensor out = run(c, n);
+      for (int64_t e = 0; e < D; ++e) {
+        EXPECT_TRUE(std::isfinite(at(out, 0, 0, e)));
+        EXPECT_EQ(at(out, 0, 1, e), 0.0) << "D " << D << " e " << e;
+      }
+    }
+  }
+}
+
+TEST(TritonSdpa, MaskAndCausalAreBothApplied) {
+  // Equal scores; v = 1, 2, 4. Mask rows keep {0,1,2}, {1,2}, {0,2}; causal keeps j <= i.
+  Spec c{bhld({1, 1, 3, 1}, [](auto...) { return 1.0; }), bhld({1, 1, 3, 1}, [](auto...) { return 0.0; }),
+         bhld({1, 1, 3, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return std::ldexp(1.0, j); }),
+         bools({1, 1, 3, 3}, {1, 1, 1, 0, 1, 1, 1, 0, 1})};
+  c.is_causal = true;
+  for (Numerics n : {Numerics::exact, Numerics::emulated})
+    EXPECT_EQ(run(c, n).data, (std::vector<double>{1.0, 2.0, 2.5}));  // causal alone: 1, 1.5, 7/3
+}
+
+TEST(TritonSdpa, GqaMapsQueryHeadToHeadOverGroupSize) {
+  // Hq 4, Hkv 2, one key: head h returns v of kv head h // 2 (a modulo map gives 10, 11, 10, 11).
+  Spec c{bhld({1, 4, 1, 1}, [](auto...) { return 1.0; }), bhld({1, 2, 1, 1}, [](auto...) { return 1.0; }),
+         bhld({1, 2, 1, 1}, [](int64_t, int64_t h, int64_t, int64_t) { return 10.0 + h; })};
+  c.enable_gqa = true;
+  EXPECT_EQ(run(c).data, (std::vector<double>{10, 10, 11, 11}));
+}
+
+TEST(TritonSdpa, MqaWithoutEnableGqaRaises) {
+  // semantics §5 item 9: q[1,4,2,4], k/v[1,1,2,4].
+  auto f = [](auto...) { return 1.0; };
+  Spec c{bhld({1, 4, 2, 4}, f), bhld({1, 1, 2, 4}, f), bhld({1, 1, 2, 4}, f)};
+  EXPECT_EQ(raised([&] { run(c); }),
+            std::make_pair(KernelError::Kind::recoverable,
+                           std::string("Head counts must match (or use enable_gqa=True); got H_q=4, H_k=1.")));
+  c.enable_gqa = true;
+  EXPECT_EQ(run(c).data, std::vector<double>(8 * 4, 1.0));
+}
+
+TEST(TritonSdpa, PIsRoundedToBf16BeforePV) {
+  // Scores 0 and -0.0625: P = (1, expf(-0.0625) = 0.93941307), bf16 0.9375; v = (0, 1).
+  // bf16(0.9375 / 1.93941307) = 0.482421875; with P unrounded it would be 0.484375.
+  Spec c{bhld({1, 1, 1, 1}, [](auto...) { return 1.0; }),
+         bhld({1, 1, 2, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return j ? -0.0625 : 0.0; }),
+         bhld({1, 1, 2, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return double(j); })};
+  c.scale = 1.0;
+  EXPECT_EQ(run(c).data[0], 0.482421875);
+  EXPECT_NEAR(run(c, Numerics::exact).data[0], std::exp(-0.0625) / (1 + std::exp(-0.0625)), 1e-15);
+}
+
+TEST(TritonSdpa, EmulatedStaysWithinBf16OfExactAcrossTiles) {
+  // 150 keys: three BLOCK_N = 64 tiles (power of 2) and two of 128 (D = 6).
+  for (int64_t D : {8, 6}) {
+    auto f = [](int64_t, int64_t h, int64_t l, int64_t e) { return std::sin(0.7 * l + 1.3 * e + h); };
+    Spec c{bhld({1, 2, 150, D}, f), bhld({1, 2, 150, D}, f), bhld({1, 2, 150, D}, f)};
+    c.is_causal = true;
+    Tensor exact = run(c, Numerics::exact), emulated = run(c);
+    for (size_t i = 0; i < exact.data.size(); ++i)
+      ASSERT_NEAR(emulated.data[i], exact.data[i], 2e-2) << "D " << D << " element " << i;
+  }
+}
+
+TEST(TritonSdpa, ChecksInOrderWithUpstreamTexts) {
+  auto f = [](auto...) { return 0.5; };
+  auto call = [&](Shape q, Shape k, Shape v) { return Spec{bhld(q, f), bhld(k, f), bhld(v, f)}; };
+  auto text = [&](const Spec& c) { return raised([&] { run(c); }).second; };
+  Spec f32 = call({1, 1, 2, 4}, {1, 1, 2, 4}, {1, 1, 2, 4});
+  f32.k = bhld({1, 1, 2, 4}, f, DType::f32);
+  EXPECT_EQ(text(f32), "Expected bfloat16 inputs");
+  Spec rank2{bhld({1, 1, 2, 4}, f), Tensor(DType::bf16, {2, 4}), bhld({1, 1, 2, 4}, f)};
+  EXPECT_EQ(text(rank2), "Expected 4D tensors shaped [B, H, L, D]; got query.dim()=4, key.dim()=2, value.dim()=4.");
+  Spec dropout = call({1, 1, 2, 4}, {1, 1, 2, 4}, {1, 1, 2, 4});
+  dropout.dropout_p = 0.5;
+  EXPECT_EQ(text(dropout), "dropout_p must be 0.0 (not supported in this implementation).");
+  EXPECT_EQ(text(call({2, 1, 2, 4}, {1, 1, 2, 4}, {1, 1, 2, 4})),
+            "Batch dimension must match; got B_q=2, B_k=1, B_v=1.");
+  EXPECT_EQ(text(call({1, 2, 2, 4}, {1, 2, 2, 4}, {1, 1, 2, 4})),
+            "K and V head counts must match; got H_k=2, H_v=1.");
+  Spec gqa = call({1, 3, 2, 4}, {1, 2, 2, 4}, {1, 2, 2, 4});
+  gqa.enable_gqa = true;
+  EXPECT_EQ(text(gqa), "GQA requires H_q divisible by H_kv; got H_q=3, H_kv=2.");
+  EXPECT_EQ(text(call({1, 1, 2, 4}, {1, 1, 2, 4}, {1, 1, 2, 8})),
+            "Head dimension must match across Q, K, V; got D_q=4, D_k=4, D_v=8.");
+  EXPECT_EQ(text(call({1, 1, 2, 4}, {1, 1, 3, 4}, {1, 1, 2, 4})),
+            "Key and Value must have the same sequence length; got L_k=3, L_v=2.");
+  Spec decode = call({1, 1, 1, 4}, {1, 1, 3, 4}, {1, 1, 3, 4});
+  decode.is_causal = true;
+  EXPECT_EQ(text(decode), "Causal masking requires L_q == L_kv; got L_q=1, L_kv=3. For decode (L_q < L_kv), "
+                          "use an explicit bool mask instead.");
+  Spec c = call({2, 1, 2, 3}, {2, 1, 3, 3}, {2, 1, 3, 3});
+  c.mask = bhld({2, 1, 2, 3}, f, DType::f32);
+  EXPECT_EQ(text(c), "attn_mask must have dtype torch.bool");
+  c.mask = bools({2, 2, 2, 3}, std::vector<int>(24, 1));
+  EXPECT_EQ(text(c), "attn_mask head dimension must be 1 (broadcast over heads); per-head masks are not "
+                     "supported. Got attn_mask.shape=torch.Size([2, 2, 2, 3])");
+  c.mask = bools({1, 1, 2, 3}, std::vector<int>(6, 1));  // no batch broadcast
+  EXPECT_EQ(text(c), "attn_mask shape mismatch: expected [B=2, 1, L_q=2, L_kv=3], got torch.Size([1, 1, 2, 3])");
+  c.mask = bools({2, 3}, std::vector<int>(6, 1));  // rank 2: shape[1] is L_kv
+  EXPECT_EQ(text(c), "attn_mask head dimension must be 1 (broadcast over heads); per-head masks are not "
+                     "supported. Got attn_mask.shape=torch.Size([2, 3])");
+  // Two failures: the earlier check speaks.
+  Spec both = call({2, 1, 2, 4}, {1, 1, 2, 4}, {1, 1, 2, 4});
+  both.dropout_p = 0.1;
+  EXPECT_EQ(text(both), "dropout_p must be 0.0 (not supported in this implementation).");
+  EXPECT_EQ(raised([&] { run(both); }).first, KernelError::Kind::recoverable);
+}
+
+}  // namespace
+}  // namespace sdpa::cuda_triton

@@ -1,0 +1,175 @@
+#include "harness/check/case_checker.h"
+
+namespace sdpa {
+
+namespace check_internal {
+
+// The error model depends only on the run and the kernel set's declared
+// numerics for this case and graph: computed once per run and set.
+std::string CaseChecker::numerics_key(const KernelNumerics& n) {
+  const FloatNumerics& f = n.fp;
+  const QuantizedNumerics& q = n.quant;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%d %d %d %d %d %d %d %.17g %.17g %.17g %.17g %.17g %d",
+                static_cast<int>(n.kind), static_cast<int>(f.storage), static_cast<int>(f.accumulation),
+                static_cast<int>(f.operands), static_cast<int>(f.scores), static_cast<int>(f.probabilities),
+                f.split_scale, q.input_qmax, q.score_step, q.prob_step, q.output_qmax, q.multiplier_rel,
+                static_cast<int>(q.softmax));
+  return buf;
+}
+
+// The bound depends only on the run and the declaration: kernel sets that
+// declare the same numerics share one computation.
+const ErrorBound& CaseChecker::error_bound(size_t r, const std::string& kernel_set, const KernelNumerics& n) {
+  auto key = std::make_pair(r, numerics_key(n));
+  auto it = bounds_.find(key);
+  if (it == bounds_.end()) it = bounds_.emplace(key, ref_.bound(meaning_, tensors_[r], goldens_[r], n)).first;
+  return it->second;
+}
+
+// Compares one output with golden; records a finding and returns false
+// when it fails. `baseline` null: the exact run (soundness).
+// `numerics`: the kernel set's declaration, with a baseline.
+bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_set, const Tensor* baseline,
+           const Graph* g, const KernelNumerics* numerics) {
+  auto t0 = Clock::now();
+  const Golden& gold = baseline ? goldens_[r] : entry_refs_[r];  // soundness: refinement of g0
+  Comparison cmp;
+  ErrorBound bound;
+  DType dtype = c_.dtype;
+  if (baseline) {
+    bound = error_bound(r, kernel_set, *numerics);
+    cmp = compare_accuracy(out, *baseline, gold, bound, dtype, value_scale());
+    if (cmp.shape_ok && cmp.nonfinite_rows.empty())
+      result_.accuracy.push_back({kernel_set, dtype, cmp.ratio, cmp.model_ratio});
+  } else {
+    cmp = compare_exact(out, gold, value_scale());
+  }
+  result_.timing.compare += seconds_since(t0);
+  if (cmp.within) return true;
+  Check check = baseline ? (opt_.passes ? Check::accuracy : Check::identity) : Check::soundness;
+  Finding f = finding(Verdict::pass, check, "");
+  f.kernel_set = kernel_set;
+  f.run = static_cast<int>(r);
+  f.sizes = runs_[r];
+  f.violated_assumptions = violated_assumptions(r);
+  if (!cmp.shape_ok) {
+    f.verdict = Verdict::shape_mismatch;
+    f.detail = "output shape " + shape_str(out.shape) + ", golden " + shape_str(gold.out.shape);
+    result_.findings.push_back(f);
+    return false;
+  }
+  const bool values_bad = baseline ? cmp.ratio > 1.0 : cmp.max_abs > cmp.bound;
+  if (!cmp.nonfinite_rows.empty()) {
+    auto declared = target_.explains_nan(c_, tensors_[r], gold, cmp.nonfinite_rows,
+                                         kernel_set.empty() ? "exact" : kernel_set);
+    Finding nf = nonfinite_finding(f, cmp, gold, declared);
+    if (g && baseline) nf.first_node = first_divergence(*g, r, kernel_set);
+    result_.findings.push_back(nf);
+    // Rows a declared divergence explains aside, the others must still be
+    // within bound; when they are, the later checks go on.
+    if (!declared) return false;
+    if (!values_bad) return true;
+  }
+  f.verdict = baseline ? Verdict::inaccurate_kernel : Verdict::unsound_rewrite;
+  f.error = std::fabs(out.data[cmp.worst] - gold.out.data[cmp.worst]);
+  f.bound = cmp.bound;
+  f.error_ulps = f.error / ulp(dtype, gold.out.data[cmp.worst]);
+  f.index = unravel(cmp.worst, out.shape);
+  f.detail = "output" + shape_str(f.index) + " = " + std::to_string(out.data[cmp.worst]) +
+             ", golden " + std::to_string(gold.out.data[cmp.worst]);
+  if (baseline) f.bound_inputs = bound.inputs;
+  if (g && baseline) f.first_node = first_divergence(*g, r, kernel_set);
+  result_.findings.push_back(f);
+  return false;
+}
+
+Finding CaseChecker::nonfinite_finding(Finding f, const Comparison& cmp, const Golden& gold,
+                          const std::optional<std::string>& declared) const {
+  f.verdict = declared ? Verdict::known_divergence : Verdict::nan_mismatch;
+  int64_t row = cmp.nonfinite_rows[0];
+  Shape rows(gold.out.shape.begin(), gold.out.shape.end() - 1);
+  f.index = unravel(row, rows);
+  f.detail = (declared ? "declared divergence " + *declared + ": " : std::string()) +
+             std::to_string(cmp.nonfinite_rows.size()) +
+             " query row(s) non-finite where golden is finite, or the reverse; first row " +
+             shape_str(f.index) + (gold.fully_masked[row] ? " (fully masked)" : "");
+  return f;
+}
+
+// The first node whose value on the target kernels departs from the
+// exact run by far more than rounding (or in finiteness).
+std::string CaseChecker::first_divergence(const Graph& g, size_t r, const std::string& kernel_set) {
+  const KernelSet* target_kernels = nullptr;
+  for (const auto& ks : target_.kernel_sets())
+    if (ks.kernels->name() == kernel_set) target_kernels = ks.kernels;
+  if (!target_kernels) return "";
+  Outcome exact = execute(g, target_.exact_kernels(), r, false, true);
+  Outcome got = execute(g, *target_kernels, r, false, true);
+  if (!exact.exec || !got.exec) return "";
+  std::string largest;
+  double largest_rel = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.op == "placeholder" || n.op == "get_attr") continue;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const Tensor& e = exact.exec->values[i][o];
+      const Tensor& t = got.exec->values[i][o];
+      if (e.shape != t.shape) return "%" + n.name + " (" + n.op + ")";
+      double diff = 0;
+      bool finiteness = false;
+      for (int64_t k = 0; k < e.numel(); ++k) {
+        if (std::isfinite(e.data[k]) != std::isfinite(t.data[k])) finiteness = true;
+        else if (std::isfinite(e.data[k])) diff = std::max(diff, std::fabs(e.data[k] - t.data[k]));
+      }
+      double rel = diff / std::max(e.max_abs(), 1e-300);
+      std::string name = "%" + n.name + " (" + n.op + ")";
+      if (finiteness || rel > std::sqrt(unit_roundoff(n.outputs[o].dtype))) return name;
+      if (rel > 0 && rel > largest_rel) largest_rel = rel, largest = name;
+    }
+  }
+  return largest;
+}
+
+void CaseChecker::accuracy(const Graph& g0, const Graph& g1, bool rewritten) {
+  std::vector<std::optional<Tensor>> baselines(runs_.size());
+  bool claimed = false;
+  for (const auto& ks : target_.kernel_sets()) {
+    if (std::find(ks.dtypes.begin(), ks.dtypes.end(), c_.dtype) == ks.dtypes.end()) continue;
+    claimed = true;
+    // A set that declares no numerics has no bound: counted, never judged.
+    const KernelNumerics numerics = ks.numerics ? ks.numerics(c_, g1) : KernelNumerics{};
+    if (numerics.kind == KernelNumerics::Kind::none) {
+      Finding f = unsupported("kernel set " + ks.kernels->name() + " declares no numerics for " +
+                              dtype_name(c_.dtype) + ": accuracy not checked");
+      f.check = opt_.passes ? Check::accuracy : Check::identity;
+      f.kernel_set = ks.kernels->name();
+      result_.findings.push_back(f);
+      continue;
+    }
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      if (!baselines[r]) {
+        Outcome b = execute(g0, target_.baseline_kernels(), r, false);
+        if (!b.exec) {
+          result_.findings.push_back(harness_bug("baseline run failed: " + b.error.detail));
+          return;
+        }
+        baselines[r] = b.exec->outputs[0];
+      }
+      Outcome o = execute(g1, *ks.kernels, r, rewritten);
+      if (!o.exec) {
+        o.error.check = opt_.passes ? Check::accuracy : Check::identity;
+        result_.findings.push_back(o.error);
+        break;
+      }
+      if (!judge(o.exec->outputs[0], r, ks.kernels->name(), &*baselines[r], &g1, &numerics)) break;
+    }
+  }
+  if (!claimed)
+    result_.findings.push_back(unsupported(std::string("no kernel set of target ") +
+                                           target_.name() + " claims dtype " + dtype_name(c_.dtype)));
+}
+
+}  // namespace check_internal
+
+}  // namespace sdpa

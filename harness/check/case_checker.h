@@ -1,0 +1,165 @@
+#pragma once
+/// The staged checker behind run_case (check.h): one object per case, its
+/// stages in a file each (check.cpp drives them; entry_stage, soundness_stage,
+/// accuracy_stage, completeness_stage). Internal to harness/check.
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/check/check.h"
+#include "harness/check/compare.h"
+#include "harness/io/json_reader.h"
+#include "harness/ir/graph_printer.h"
+#include "harness/ir/graph_verify.h"
+#include "harness/ir/interpreter.h"
+#include "harness/ir/kernels/reference_kernels.h"
+
+namespace sdpa::check_internal {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The outcome of executing a graph: outputs, or the finding its error is.
+struct Outcome {
+  std::optional<Execution> exec;
+  Finding error;
+};
+
+class CaseChecker {
+ public:
+  CaseChecker(const Target& t, const ReferenceModel& r, const Case& c, const CheckOptions& o)
+      : target_(t), ref_(r), c_(c), opt_(o), env_(c.shape_env()), runs_(c.runs()) {}
+
+  // The stages, in order of trust: inputs and goldens (the oracles), the
+  // entry graph against them, the passes, soundness (the rewritten graph
+  // refines the entry graph), invariants, accuracy, completeness.
+  CaseResult run();
+
+ private:
+  Check main_check() const { return opt_.passes ? Check::soundness : Check::identity; }
+  Finding finding(Verdict v, Check check, const std::string& detail) const;
+  Finding unsupported(const std::string& why) const;
+  Finding harness_bug(const std::string& why) const;
+  CaseResult finish_with(Finding f);
+  CaseResult finish();
+
+  // A variant or causal alignment the target's entry form does not take is
+  // a bad file, not a case.
+  void check_variant() const;
+
+  // Tensors and golden outputs at every run, from the SDPA call the entry
+  // graph means; false on oracle disagreement.
+  bool prepare();
+
+  // The entry graph run exactly at every run: the reference the rewritten
+  // graph must refine. Where the entry means an SDPA call, it must match
+  // the oracles; a difference is the entry form's model, never a pass.
+  bool check_entry(const Graph& g0);
+  static std::string option_or(const Options& o, const std::string& key, const std::string& fallback);
+
+  // Where two outputs differ, in words.
+  static std::string difference(const Comparison& cmp, const Tensor& out, const Tensor& ref);
+
+  // Rewrite controls by pass index; a pass without one follows its guard.
+  using Controls = std::map<int, RewriteControl>;
+
+  // Runs the passes, rewriting in each pass the nodes its control selects
+  // (the guard's choices where it has none).
+  std::optional<Graph> apply_passes(const Graph& g0, const Controls& controls,
+                                    std::vector<Decision>* decisions);
+  Outcome execute(const Graph& g, const KernelSet& k, size_t r, bool rewritten, bool keep = false);
+
+  // The error model depends only on the run and the kernel set's declared
+  // numerics for this case and graph: computed once per run and set.
+  static std::string numerics_key(const KernelNumerics& n);
+
+  // The bound depends only on the run and the declaration: kernel sets that
+  // declare the same numerics share one computation.
+  const ErrorBound& error_bound(size_t r, const std::string& kernel_set, const KernelNumerics& n);
+
+  // max |V| over every run, scaled by dropout: what an output averages.
+  double value_scale() const { return value_scale_; }
+  std::vector<std::string> violated_assumptions(size_t r) const;
+
+  // The first computing node the rewrite introduced (not a layout or dtype
+  // move): what an unsound rewrite replaced the original call with.
+  static std::string rewrite_node(const Graph& g0, const Graph& g1);
+
+  // The first node of the rewritten graph whose exact value differs from
+  // the node of the same name and op in the entry graph; when every shared
+  // node agrees, the first computing node the rewrite added.
+  std::string diverging_node(const Graph& g0, const Graph& g1, size_t r, bool& shared_agree);
+  static bool values_agree(const Tensor& a, const Tensor& b);
+
+  // A constant the rewrite changed (read from both graphs, paired by name
+  // in order). The finding is rounded-constant only when the change is a
+  // few ulps of its dtype, keeps the sign, and the rewritten graph with the
+  // entry's values put back refines the entry graph: the rounding alone
+  // explains the difference. Otherwise the change is added to the
+  // unsound-rewrite detail.
+  void name_changed_constants(Finding& f, const Graph& g0, const Graph& g1);
+
+  // Sets constant `c` of graph g to `value` where the graph holds it.
+  static bool put_back(Graph& g, const GraphConstant& c, double value);
+  static std::string number_str(double x);
+
+  // Verifies, checks invariants, and runs the rewrite exactly. False when a
+  // failure makes the later checks meaningless.
+  bool check_rewritten(const Graph& g0, const Graph& g1);
+
+  // Compares one output with golden; records a finding and returns false
+  // when it fails. `baseline` null: the exact run (soundness).
+  // `numerics`: the kernel set's declaration, with a baseline.
+  bool judge(const Tensor& out, size_t r, const std::string& kernel_set, const Tensor* baseline,
+             const Graph* g, const KernelNumerics* numerics = nullptr);
+  Finding nonfinite_finding(Finding f, const Comparison& cmp, const Golden& gold,
+                            const std::optional<std::string>& declared) const;
+
+  // The first node whose value on the target kernels departs from the
+  // exact run by far more than rounding (or in finiteness).
+  std::string first_divergence(const Graph& g, size_t r, const std::string& kernel_set);
+  void accuracy(const Graph& g0, const Graph& g1, bool rewritten);
+
+  // For each pass whose guard kept a node: is the forced rewrite sound at
+  // every runtime size? Then the guard is too tight (missed-rewrite).
+  // Each kept node is forced on its own (the other passes and nodes follow
+  // their guards), then every kept node together: a forced rewrite that
+  // refines the entry graph at every runtime size tried is a missed rewrite.
+  void completeness(const Graph& g0, bool case_sound);
+
+  // Whether each accepted node's rewrite is sound on its own: the case's
+  // soundness verdict when it is the only decision, else the rewrite of
+  // that node alone with every other node held (so the gate can sort
+  // decisions node by node).
+  void attribute_accepted(const Graph& g0, bool case_sound);
+  bool forced_sound(const Graph& g0, const Controls& controls);
+
+  // The soundness rule without recording a finding: g verifies, keeps the
+  // output dtype and the target's invariants, and run exactly matches the
+  // entry graph at every run, rows a declared divergence explains aside.
+  bool refines(const Graph& g0, const Graph& g);
+  const Target& target_;
+  const ReferenceModel& ref_;
+  const Case& c_;
+  const Case meaning_ = target_.meaning(c_);  // the SDPA call the entry graph computes
+  CheckOptions opt_;
+  ShapeEnv env_;
+  std::vector<Assignment> runs_;
+  std::vector<CaseTensors> tensors_;
+  std::vector<std::map<std::string, Tensor>> inputs_;  // placeholder bindings per run
+  std::map<std::pair<size_t, std::string>, ErrorBound> bounds_;
+  std::vector<Golden> goldens_;
+  std::vector<Golden> entry_refs_;  // the entry graph's exact output at each run
+  CaseResult result_;
+  std::vector<int> decision_pass_;  // the pass that made each decision
+  double value_scale_ = 0.0;
+};
+
+}  // namespace sdpa::check_internal

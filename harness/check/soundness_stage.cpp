@@ -1,0 +1,161 @@
+#include "harness/check/case_checker.h"
+
+namespace sdpa {
+
+namespace check_internal {
+
+// The first computing node the rewrite introduced (not a layout or dtype
+// move): what an unsound rewrite replaced the original call with.
+std::string CaseChecker::rewrite_node(const Graph& g0, const Graph& g1) {
+  static const std::set<std::string> moves = {
+      "aten.transpose.int", "aten.permute.default", "aten.contiguous.default", "aten.clone.default",
+      "aten.reshape.default", "aten.view.default", "aten._unsafe_view.default", "aten.expand.default",
+      "aten.unsqueeze.default", "aten.squeeze.dims", "aten._to_copy.default"};
+  for (const Node& n : g1.nodes)
+    if (g0.find(n.name) < 0 && n.op != "placeholder" && n.op != "get_attr" && !moves.count(n.op))
+      return "%" + n.name + " (" + n.op + ")";
+  return "";
+}
+
+// The first node of the rewritten graph whose exact value differs from
+// the node of the same name and op in the entry graph; when every shared
+// node agrees, the first computing node the rewrite added.
+std::string CaseChecker::diverging_node(const Graph& g0, const Graph& g1, size_t r, bool& shared_agree) {
+  Outcome a = execute(g0, target_.exact_kernels(), r, false, true);
+  Outcome b = execute(g1, target_.exact_kernels(), r, true, true);
+  if (!a.exec || !b.exec) return rewrite_node(g0, g1);
+  for (size_t i = 0; i < g1.nodes.size(); ++i) {
+    const Node& n = g1.nodes[i];
+    int j = g0.find(n.name);
+    if (j < 0 || g0.nodes[j].op != n.op || n.op == "placeholder" || n.op == "get_attr") continue;
+    const auto &va = a.exec->values[j], &vb = b.exec->values[i];
+    for (size_t o = 0; o < std::min(va.size(), vb.size()); ++o)
+      if (!values_agree(va[o], vb[o])) return "%" + n.name + " (" + n.op + ")";
+  }
+  shared_agree = true;
+  return rewrite_node(g0, g1);
+}
+
+bool CaseChecker::values_agree(const Tensor& a, const Tensor& b) {
+  if (a.shape != b.shape) return false;
+  const double tol = 1e-9 * std::max(a.max_abs(), 1e-300);
+  for (int64_t k = 0; k < a.numel(); ++k) {
+    if (std::isnan(a.data[k]) && std::isnan(b.data[k])) continue;
+    if (std::isfinite(a.data[k]) != std::isfinite(b.data[k])) return false;
+    if (std::isfinite(a.data[k]) ? std::fabs(a.data[k] - b.data[k]) > tol : a.data[k] != b.data[k])
+      return false;
+  }
+  return true;
+}
+
+// A constant the rewrite changed (read from both graphs, paired by name
+// in order). The finding is rounded-constant only when the change is a
+// few ulps of its dtype, keeps the sign, and the rewritten graph with the
+// entry's values put back refines the entry graph: the rounding alone
+// explains the difference. Otherwise the change is added to the
+// unsound-rewrite detail.
+void CaseChecker::name_changed_constants(Finding& f, const Graph& g0, const Graph& g1) {
+  constexpr double kRoundingUlps = 4;
+  std::vector<GraphConstant> k0 = target_.constants(g0), k1 = target_.constants(g1);
+  std::string changes;
+  bool rounding = true;
+  Graph restored = g1;
+  std::vector<bool> used(k0.size(), false);
+  for (const auto& c1 : k1) {
+    size_t i = 0;
+    while (i < k0.size() && (used[i] || k0[i].name != c1.name)) ++i;
+    if (i == k0.size()) continue;
+    used[i] = true;
+    const GraphConstant& c0 = k0[i];
+    if (c0.value == c1.value) continue;
+    const double ulps = std::fabs(c1.value - c0.value) / ulp(c0.dtype, c0.value);
+    rounding = rounding && ulps <= kRoundingUlps && std::signbit(c0.value) == std::signbit(c1.value) &&
+               put_back(restored, c1, c0.value);
+    changes += (changes.empty() ? "" : "; ") + c0.name + " " + number_str(c0.value) + " in the entry, " +
+               number_str(c1.value) + " after the rewrite (" + number_str(ulps) + " ulp of " +
+               dtype_name(c0.dtype) + ")";
+  }
+  if (changes.empty()) return;
+  if (rounding && refines(g0, restored)) {
+    f.verdict = Verdict::rounded_constant;
+    f.detail = changes + "; with the entry's value put back the rewrite refines the entry graph; effect: " +
+               f.detail;
+  } else {
+    f.detail = changes + "; " + f.detail;
+  }
+}
+
+// Sets constant `c` of graph g to `value` where the graph holds it.
+bool CaseChecker::put_back(Graph& g, const GraphConstant& c, double value) {
+  int i = g.find(c.node);
+  if (i < 0) return false;
+  Node& n = g.nodes[i];
+  if (!c.kwarg.empty()) {
+    for (auto& [key, arg] : n.kwargs)
+      if (key == c.kwarg) return arg = value, true;
+    return false;
+  }
+  if (c.arg < 0 || c.arg >= static_cast<int>(n.args.size())) return false;
+  n.args[c.arg] = value;
+  return true;
+}
+
+std::string CaseChecker::number_str(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+// Verifies, checks invariants, and runs the rewrite exactly. False when a
+// failure makes the later checks meaningless.
+bool CaseChecker::check_rewritten(const Graph& g0, const Graph& g1) {
+  if (auto problems = verify_graph(g1); !problems.empty()) {
+    result_.findings.push_back(
+        finding(Verdict::invalid_rewrite, Check::soundness, "rewritten graph: " + problems[0]));
+    return false;
+  }
+  if (g1.outputs.size() != 1 || g1.info(g1.outputs[0]).dtype != g0.info(g0.outputs[0]).dtype) {
+    result_.findings.push_back(finding(Verdict::dtype_mismatch, Check::soundness,
+                                       "the rewritten graph's output dtype differs from the original's"));
+    return false;
+  }
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    Outcome o = execute(g1, target_.exact_kernels(), r, true);
+    if (!o.exec) {
+      result_.findings.push_back(o.error);
+      return false;
+    }
+    if (!judge(o.exec->outputs[0], r, "", nullptr, nullptr)) {
+      Finding& f = result_.findings.back();
+      bool shared_agree = false;
+      f.first_node = diverging_node(g0, g1, r, shared_agree);
+      if (shared_agree && !f.first_node.empty())
+        f.detail += "; every node the two graphs share agrees: the first computing node the rewrite added is named";
+      if (f.verdict == Verdict::unsound_rewrite) name_changed_constants(f, g0, g1);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The soundness rule without recording a finding: g verifies, keeps the
+// output dtype and the target's invariants, and run exactly matches the
+// entry graph at every run, rows a declared divergence explains aside.
+bool CaseChecker::refines(const Graph& g0, const Graph& g) {
+  if (!verify_graph(g).empty() || g.outputs.size() != 1 ||
+      g.info(g.outputs[0]).dtype != g0.info(g0.outputs[0]).dtype || !target_.invariants(c_, g0, g).empty())
+    return false;
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    Outcome o = execute(g, target_.exact_kernels(), r, true);
+    if (!o.exec) return false;
+    Comparison cmp = compare_exact(o.exec->outputs[0], entry_refs_[r], value_scale());
+    if (cmp.within) continue;
+    if (!cmp.shape_ok || cmp.max_abs > cmp.bound || cmp.nonfinite_rows.empty()) return false;
+    if (!target_.explains_nan(meaning_, tensors_[r], entry_refs_[r], cmp.nonfinite_rows, "exact")) return false;
+  }
+  return true;
+}
+
+}  // namespace check_internal
+
+}  // namespace sdpa
