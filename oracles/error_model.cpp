@@ -35,15 +35,36 @@ struct RowBound {
   bool capped = false;
 };
 
-// Softmax weights of row i in long double; empty when the row is fully masked.
+// Softmax weights of row i; empty when the row is fully masked. Double is
+// ample: the weights only scale the bound's terms.
 std::vector<long double> weights(const MatrixL& scores, int64_t i) {
-  long double mx = -std::numeric_limits<long double>::infinity(), total = 0;
+  long double mx = -std::numeric_limits<long double>::infinity();
   for (int64_t j = 0; j < scores.cols(); ++j) mx = std::fmax(mx, scores(i, j));
   std::vector<long double> p(scores.cols(), 0.0L);
   if (!std::isfinite(mx)) return {};
-  for (int64_t j = 0; j < scores.cols(); ++j) total += p[j] = std::exp(scores(i, j) - mx);
+  double total = 0;
+  for (int64_t j = 0; j < scores.cols(); ++j) {
+    const double x = std::exp(static_cast<double>(scores(i, j) - mx));
+    p[j] = x;
+    total += x;
+  }
   for (auto& x : p) x /= total;
   return p;
+}
+
+// Per key of one (batch, head) block: |k_j| and max_e |v_je|, computed once
+// for all its query rows.
+struct KeyNorms {
+  std::vector<double> k, v;
+};
+
+KeyNorms key_norms(const MatrixL& k, const MatrixL& v) {
+  KeyNorms n;
+  for (int64_t j = 0; j < k.rows(); ++j) {
+    n.k.push_back(static_cast<double>(k.row(j).norm()));
+    n.v.push_back(v.cols() ? static_cast<double>(v.row(j).cwiseAbs().maxCoeff()) : 0.0);
+  }
+  return n;
 }
 
 // Quantized terms of one row: the logit error and the largest output term.
@@ -72,7 +93,7 @@ void quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& k, co
 }
 
 RowInputs row_inputs(const Model& m, const MatrixL& scores, const MatrixL& q, const MatrixL& k,
-                     const MatrixL& v, int64_t i, const double* g_row, int64_t Ev) {
+                     const MatrixL& v, const KeyNorms& norms, int64_t i, const double* g_row, int64_t Ev) {
   RowInputs r;
   r.qn = static_cast<double>(q.row(i).norm());
   r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
@@ -83,8 +104,8 @@ RowInputs row_inputs(const Model& m, const MatrixL& scores, const MatrixL& q, co
     ++r.n;
     row_max = std::fmax(row_max, s);
     r.finite = r.finite && std::isfinite(s);
-    r.kn = std::fmax(r.kn, static_cast<double>(k.row(j).norm()));
-    r.vmax = std::fmax(r.vmax, static_cast<double>(v.row(j).cwiseAbs().maxCoeff()));
+    r.kn = std::fmax(r.kn, norms.k[j]);
+    r.vmax = std::fmax(r.vmax, norms.v[j]);
   }
   // Keys more than 40 below the max weigh < e^-40: their logit errors do not count.
   for (int64_t j = 0; j < scores.cols() && r.n > 0; ++j)
@@ -97,11 +118,13 @@ RowInputs row_inputs(const Model& m, const MatrixL& scores, const MatrixL& q, co
   r.finite = r.finite && std::isfinite(r.qn) && std::isfinite(r.kn) && std::isfinite(r.vmax);
   if (!r.finite || r.n == 0) return r;
   const std::vector<long double> p = weights(scores, i);
-  for (int64_t e = 0; e < Ev; ++e) {
-    long double w = 0;
-    for (int64_t j = 0; j < scores.cols(); ++j) w += p[j] * std::fabs(v(j, e));
-    r.W = std::fmax(r.W, static_cast<double>(w));
+  std::vector<double> w(Ev, 0.0);  // sum_j p_j |v_je|, keys outer for row-major v
+  for (int64_t j = 0; j < scores.cols(); ++j) {
+    if (p[j] == 0) continue;
+    const double pj = static_cast<double>(p[j]);
+    for (int64_t e = 0; e < Ev; ++e) w[e] += pj * std::fabs(static_cast<double>(v(j, e)));
   }
+  for (double x : w) r.W = std::fmax(r.W, x);
   if (m.kind == KernelNumerics::Kind::quantized) {
     quantized_terms(m, scores, k, v, p, i, -1, r);
     const double rel = std::expm1(2 * r.qlogit) + (r.n + 2) * unit_roundoff(m.quant.softmax);
@@ -232,9 +255,10 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
     for (int64_t h = 0; h < s.Hq; ++h) {
       const MatrixL scores = call.scores(b, h), q = call.query(b, h), k = call.key(b, h),
                     v = call.value(b, h);
+      const KeyNorms norms = key_norms(k, v);
       for (int64_t i = 0; i < s.Lq; ++i) {
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
-        RowInputs r = row_inputs(m, scores, q, k, v, i, g.out.data.data() + row * s.Ev, s.Ev);
+        RowInputs r = row_inputs(m, scores, q, k, v, norms, i, g.out.data.data() + row * s.Ev, s.Ev);
         RowBound rb = row_bound(m, r);
         eb.row_bound[row] = rb.bound;
         eb.row_typical[row] = rb.typical;

@@ -100,7 +100,7 @@ class AtenTarget : public Target {
                      libtorch_numerics});
     if (which == "all" || which == "portable")
       out.push_back({&portable_, {DType::f32, DType::f16, DType::bf16, DType::f64},
-                     "naive kernels in the case dtype, f16/bf16 emulated exactly", portable_numerics});
+                     "portable kernels: f32 op-math (f16/bf16 upcast), the math backend's numerics", portable_numerics});
     return out;
   }
 

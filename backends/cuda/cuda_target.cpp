@@ -193,7 +193,7 @@ class CudaFactory : public TargetFactory {
  public:
   std::string name() const override { return "cuda"; }
   std::string description() const override {
-    return "ExecuTorch CUDA backend: fused flash/efficient/cuDNN SDPA back to aten SDPA (Triton off)";
+    return "ExecuTorch CUDA backend: fused flash/efficient/cuDNN SDPA back to aten SDPA, then (triton=on) to the Triton kernels";
   }
   std::vector<OptionSpec> option_specs() const override {
     std::vector<std::string> weaken{"none"};
