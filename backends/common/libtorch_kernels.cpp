@@ -5,11 +5,23 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "harness/case/tensor_data.h"
 
 namespace sdpa {
 namespace {
+
+// oneDNN (LibTorch's bf16 matmul) JIT-emits AMX tile instructions on a CPU
+// that reports AMX; where the kernel has not granted the tile state (seen in
+// virtual machines) they raise SIGILL and end the campaign. Capping oneDNN at
+// AVX-512 BF16 before its first use keeps the same op on a path every such
+// CPU runs; a value the user set wins.
+const bool kOneDnnIsaCapped = [] {
+  setenv("DNNL_MAX_CPU_ISA", "AVX512_CORE_BF16", /*overwrite=*/0);
+  setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16", /*overwrite=*/0);
+  return true;
+}();
 
 at::ScalarType to_at(DType t) {
   switch (t) {
