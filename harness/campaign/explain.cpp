@@ -217,7 +217,7 @@ class Explainer {
           continue;
         }
         ErrorBound bound = ref_.bound(meaning_, tensors_[r], gold, numerics);
-        Comparison cmp = compare_accuracy(out, baseline->outputs[0], gold, bound, c_.dtype, value_scale_);
+        Comparison cmp = compare_accuracy(out, baseline->outputs[0], gold, bound, c_.dtype);
         ElementError e = element_error(out, gold.out);
         o_ << e.str();
         if (e.shape_ok && !e.finiteness && cmp.worst >= 0)

@@ -49,7 +49,7 @@ Comparison compare_exact(const Tensor& out, const Golden& g, double value_scale,
 }
 
 Comparison compare_accuracy(const Tensor& cand, const Tensor& baseline, const Golden& g,
-                            const ErrorBound& bound, DType dtype, double value_scale) {
+                            const ErrorBound& bound, DType dtype) {
   Comparison c;
   if (!structural(cand, g, c)) return c;
   // A baseline that overflowed where golden is finite says nothing about

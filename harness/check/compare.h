@@ -30,10 +30,9 @@ Comparison compare_exact(const Tensor& out, const Golden& g, double value_scale,
 /// than the baseline. The floor is 2 ulps of the output dtype at the row's
 /// max|G|: the error model charges the rounding an output that cancels to
 /// near 0 still carries (u * sum_j p_j |v_j|) in its row bound.
-/// `value_scale` is no longer part of the rule.
 /// A baseline that is non-finite where golden is finite drops the first rule.
 Comparison compare_accuracy(const Tensor& c, const Tensor& baseline, const Golden& g,
-                            const ErrorBound& bound, DType dtype, double value_scale);
+                            const ErrorBound& bound, DType dtype);
 
 /// Multi-index of a flat index into `shape`.
 std::vector<int64_t> unravel(int64_t flat, const Shape& shape);
