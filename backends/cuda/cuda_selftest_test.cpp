@@ -3,7 +3,9 @@
 // consequence a campaign catches and shrinks.
 #include <gtest/gtest.h>
 
+
 #include "backends/all_targets.h"
+#include "backends/cuda/fused_entry.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "oracles/dual_oracle.h"
@@ -59,6 +61,32 @@ TEST(CudaNone, EveryFusedCallIsUnsupportedNamingItsOp) {
   ASSERT_EQ(one.verdict, Verdict::unsupported);
   EXPECT_NE(one.primary()->detail.find("missing fallback kernel"), std::string::npos) << one.primary()->detail;
   EXPECT_NE(one.primary()->detail.find("aten._scaled_dot_product_flash_attention.default"), std::string::npos);
+}
+
+// A rule weakened inside a cond branch is caught there; the sound guard's
+// kept node is checked by forcing it (rejected, not missed).
+TEST(CudaCond, AWeakenedRuleInsideABranchIsCaught) {
+  auto weak = fixture().registry.make("cuda", {{"guard", "replace"}, {"entry", "flash"}, {"weaken", "causal-lengths"}});
+  auto sound = fixture().registry.make("cuda", {{"guard", "replace"}, {"entry", "flash"}});
+  Case c;
+  c.dtype = DType::f16;
+  c.batch = {SymExpr(1)};
+  c.q_len = 1;
+  c.kv_len = 2;
+  c.head_dim = c.value_dim = 8;
+  c.is_causal = true;
+  c.causal_alignment = CausalAlignment::bottom_right;
+  c.variant = kCond;
+  CaseResult caught = run_case(*weak, *fixture().reference, c);
+  EXPECT_EQ(caught.verdict, Verdict::unsound_rewrite) << verdict_name(caught.verdict);
+  EXPECT_EQ(caught.primary()->first_node, "%cond (cond)") << caught.primary()->detail;
+  // The sound guard keeps the node, which the backend has no kernel for;
+  // forced alone, the rewrite does not refine the entry: not a missed one.
+  CaseResult kept = run_case(*sound, *fixture().reference, c);
+  EXPECT_EQ(kept.verdict, Verdict::unsupported) << verdict_name(kept.verdict);
+  ASSERT_EQ(kept.decisions.size(), 1u);
+  EXPECT_FALSE(kept.decisions[0].rewrite);
+  EXPECT_FALSE(kept.decisions[0].sound_alone);
 }
 
 struct Weakening {

@@ -100,6 +100,7 @@ class CudaTarget : public Target {
   explicit CudaTarget(Options options)
       : options_(std::move(options)),
         entry_(*parse_entry(options_.at("entry"))),
+        priority_(*parse_priority(options_.at("priority"))),
         pass_(parse_fused_rule(options_.at("weaken"))),
         triton_(options_.at("triton") == "on"),
         kernels_(triton_ ? triton_kernels() : math_kernels()),
@@ -120,7 +121,7 @@ class CudaTarget : public Target {
     s.masks = entry_ != EntryForm::flash;
     s.max_batch_rank = entry_ == EntryForm::dispatch ? 2 : 1;
     s.batch_rank_weights = entry_ == EntryForm::dispatch ? std::vector<double>{1, 8, 1} : std::vector<double>{0, 1};
-    s.variants = {{kPlain, 6}, {kLseReader, 2}, {kCausalBias, 2}};
+    s.variants = {{kPlain, 6}, {kLseReader, 2}, {kCausalBias, 2}, {kCond, 1}, {kCondLseReader, 1}};
     if (entry_ == EntryForm::flash) s.causal_alignments = {CausalAlignment::bottom_right};
     return s;
   }
@@ -130,14 +131,24 @@ class CudaTarget : public Target {
     if (c.dtype == DType::i8) return std::string("the cuda target takes float calls only");
     if (!(c.start_pos == SymExpr(0))) return std::string("the cuda entry forms have no KV-cache position");
     if (auto why = entry_refuses(entry_, c)) return why;
-    if (entry_variant(entry_, c) == Variant::cudnn && c.mask && c.mask->dtype == DType::b8)
+    if (entry_variant(entry_, c, priority_) == Variant::cudnn && c.mask && c.mask->dtype == DType::b8)
       if (auto why = finite_fill_differs(c))
         return "cuDNN receives a bool mask as a -65504 bias (llm-and-cuda.md §3.2, §3.8): " + *why +
                ", which aten's -inf excludes; the oracles model aten";
     return std::nullopt;
   }
 
-  Graph entry(const Case& c) const override { return fused_entry_graph(c, entry_variant(entry_, c)); }
+  std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const override {
+    std::map<std::string, Tensor> in = Target::inputs(c, t);
+    if (is_cond_variant(c.variant)) {
+      Tensor pred(DType::b8, {1});
+      pred.data[0] = 1.0;  // the branch holding the fused call
+      in["pred"] = pred;
+    }
+    return in;
+  }
+
+  Graph entry(const Case& c) const override { return fused_entry_graph(c, entry_variant(entry_, c, priority_)); }
 
   // Only a direct flash call aligns causal bottom-right; with Lq == Lkv
   // statically the alignments agree, and the case says top-left.
@@ -145,7 +156,7 @@ class CudaTarget : public Target {
     Case m = c;
     if (!c.is_causal) return m;
     const bool square = c.shape_env().statically_known(Fact{c.q_len, Rel::eq, c.kv_len});
-    m.causal_alignment = entry_variant(entry_, c) == Variant::flash && !square ? CausalAlignment::bottom_right
+    m.causal_alignment = entry_variant(entry_, c, priority_) == Variant::flash && !square ? CausalAlignment::bottom_right
                                                                                 : CausalAlignment::top_left;
     return m;
   }
@@ -183,6 +194,7 @@ class CudaTarget : public Target {
  private:
   Options options_;
   EntryForm entry_;
+  Priority priority_;
   ReplaceFusedSdpaWithSdpaPass pass_;
   cuda_triton::ReplaceEdgeOpWithTritonOpPass routing_;
   bool triton_;
@@ -202,6 +214,9 @@ class CudaFactory : public TargetFactory {
              "none: no pass (the backend's missing fallback kernel); replace: ReplaceFusedSdpaWithSdpaPass"},
             {"entry", {"dispatch", "flash", "efficient", "cudnn"}, "dispatch",
              "the fused op export emits: PyTorch's CUDA dispatcher's choice, or one op called directly"},
+            {"priority", {"default", "cudnn-first"}, "default",
+             "the dispatcher's backend order (entry=dispatch): default flash, efficient, math, cuDNN; "
+             "cudnn-first as on sm90/sm100 with cuDNN >= 9.9"},
             {"weaken", weaken, "none", "switch off one guard rule (self-tests)"},
             {"triton", {"off", "on"}, "off",
              "the compile spec's triton_kernel_mode: on adds ReplaceEdgeOpWithTritonOpPass and runs "

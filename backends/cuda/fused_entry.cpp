@@ -1,6 +1,7 @@
 #include "backends/cuda/fused_entry.h"
 
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 #include "backends/common/sdpa_entry.h"
@@ -123,21 +124,27 @@ const char* variant_name(Variant v) {
 
 bool is_fused_op(const std::string& op) { return op == kFlashOp || op == kEfficientOp || op == kCudnnOp; }
 
-// The order is this target's brief: flash, efficient, cuDNN, then math. Upstream's
-// default order puts math before cuDNN, and sm90/sm100 with cuDNN >= 9.9 puts cuDNN first.
-Variant dispatch_variant(const Case& c) {
+std::optional<Priority> parse_priority(const std::string& s) {
+  if (s == "default") return Priority::default_order;
+  if (s == "cudnn-first") return Priority::cudnn_first;
+  return std::nullopt;
+}
+
+// Math, third in the default order, takes every call: cuDNN after it is
+// never chosen, and a call neither flash nor efficient takes stays aten SDPA.
+Variant dispatch_variant(const Case& c, Priority order) {
+  if (order == Priority::cudnn_first && cudnn_takes(c)) return Variant::cudnn;
   if (flash_takes(c)) return Variant::flash;
   if (efficient_takes(c)) return Variant::efficient;
-  if (cudnn_takes(c)) return Variant::cudnn;
   return Variant::sdpa;
 }
 
-Variant entry_variant(EntryForm e, const Case& c) {
+Variant entry_variant(EntryForm e, const Case& c, Priority order) {
   switch (e) {
     case EntryForm::flash: return Variant::flash;
     case EntryForm::efficient: return Variant::efficient;
     case EntryForm::cudnn: return Variant::cudnn;
-    case EntryForm::dispatch: return dispatch_variant(c);
+    case EntryForm::dispatch: return dispatch_variant(c, order);
   }
   return Variant::sdpa;
 }
@@ -166,7 +173,34 @@ bool causal_bias_applies(const Case& c, Variant v) {
   return infinite_fill && c.mask->pattern == MaskPattern::causal && c.mask->shape.back() == c.kv_len;
 }
 
+namespace {
+
+// torch.cond(pred, taken, other, (q, k, v[, attn_mask])): each branch
+// binds the operands by position to its own placeholders.
+Graph cond_entry_graph(const Case& c, Variant v) {
+  Case inner = c;
+  inner.variant = c.variant == kCondLseReader ? kLseReader : kPlain;
+  auto taken = std::make_shared<Graph>(fused_entry_graph(inner, v));
+  inner.variant = kPlain;
+  auto other = std::make_shared<Graph>(sdpa_entry_graph(inner));
+  Graph g;
+  std::vector<Arg> operands{g.placeholder("pred", {DType::b8, {SymExpr(1)}})};
+  operands.push_back(g.placeholder("q", {c.dtype, query_shape(c)}));
+  operands.push_back(g.placeholder("k", {c.dtype, key_shape(c)}));
+  operands.push_back(g.placeholder("v", {c.dtype, value_shape(c)}));
+  if (c.mask) operands.push_back(g.placeholder("attn_mask", {c.mask->dtype, c.mask->shape}));
+  ValueRef out = g.call("cond", operands, {}, {{c.dtype, output_shape(c)}});
+  g.nodes[out.node].subgraphs = {taken, other};
+  g.outputs = {out};
+  return g;
+}
+
+}  // namespace
+
+bool is_cond_variant(const std::string& variant) { return variant == kCond || variant == kCondLseReader; }
+
 Graph fused_entry_graph(const Case& c, Variant v) {
+  if (is_cond_variant(c.variant)) return cond_entry_graph(c, v);
   if (v == Variant::sdpa) return sdpa_entry_graph(c);
   if (c.layout != Layout::bhsd) throw std::invalid_argument("a fused SDPA entry is [B, H, L, D] (layout bhsd)");
   Graph g;

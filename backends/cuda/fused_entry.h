@@ -28,12 +28,27 @@ bool is_fused_op(const std::string& op);
 inline constexpr const char* kPlain = "plain";
 inline constexpr const char* kLseReader = "lse-reader";
 inline constexpr const char* kCausalBias = "causal-bias";
+/// The call (plain, or with its logsumexp read) in the true branch of a
+/// torch.cond on the graph input `pred`, which the case runs true. The
+/// false branch holds aten SDPA: a fused node in a branch the case does not
+/// take could be neither checked nor forced with effect.
+inline constexpr const char* kCond = "cond";
+inline constexpr const char* kCondLseReader = "cond-lse-reader";
+bool is_cond_variant(const std::string& variant);
+
+/// The order PyTorch's CUDA dispatcher tries its backends in (§3.6):
+/// Context.h's default flash, efficient, math, cuDNN, where math takes every
+/// call so cuDNN is never reached; or cuDNN first, as priority_order() puts
+/// it on sm90/sm100 with cuDNN >= 9.9 unless TORCH_CUDNN_SDPA_PREFERRED=0.
+enum class Priority { default_order, cudnn_first };
+std::optional<Priority> parse_priority(const std::string& s);
 
 /// PyTorch's CUDA backend choice (sdp_utils.cpp select_sdp_backend, §3.6):
-/// flash, else efficient, else cuDNN, else aten SDPA stays (math). Size
-/// conditions count only when statically known for every size in range.
-Variant dispatch_variant(const Case& c);
-Variant entry_variant(EntryForm e, const Case& c);
+/// the first fused variant in `order` that takes the call, else aten SDPA
+/// stays (math). Size conditions count only when statically known for
+/// every size in range.
+Variant dispatch_variant(const Case& c, Priority order = Priority::default_order);
+Variant entry_variant(EntryForm e, const Case& c, Priority order = Priority::default_order);
 
 /// Why a direct call of the entry form cannot express this case, or none.
 std::optional<std::string> entry_refuses(EntryForm e, const Case& c);
@@ -43,7 +58,8 @@ std::optional<std::string> entry_refuses(EntryForm e, const Case& c);
 bool causal_bias_applies(const Case& c, Variant v);
 
 /// The entry graph: placeholders q, k, v (and attn_mask), the fused node of
-/// variant `v` (or aten SDPA), and the variant's reader of logsumexp.
+/// variant `v` (or aten SDPA), and the variant's reader of logsumexp; for a
+/// cond variant, that graph as both branches of a cond on placeholder pred.
 Graph fused_entry_graph(const Case& c, Variant v);
 
 /// The pieces of a fused node, read from the argument order of its op.

@@ -51,15 +51,26 @@ TEST(Dispatch, CausalWithUnequalLengthsSkipsFlash) {
   EXPECT_EQ(dispatch_variant(c), Variant::flash);  // equal for every size
 }
 
-TEST(Dispatch, MaskGoesToEfficientThenCudnnThenMath) {
+TEST(Dispatch, MaskGoesToEfficientThenMathBeforeCudnn) {
   Case c = base();
   c.mask = bool_mask(c);
   EXPECT_EQ(dispatch_variant(c), Variant::efficient);
   c.kv_heads = 2;  // efficient has no GQA
   c.enable_gqa = true;
-  EXPECT_EQ(dispatch_variant(c), Variant::cudnn);
-  c.head_dim = c.value_dim = 4;  // cuDNN needs multiples of 8
+  // The default order tries math before cuDNN, and math takes every call.
   EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::cudnn);
+  c.head_dim = c.value_dim = 4;  // cuDNN needs multiples of 8
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::sdpa);
+}
+
+TEST(Dispatch, CudnnFirstTakesWhatItCanBeforeFlash) {
+  Case c = base();
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::cudnn);
+  c.kv_len = SymExpr(1);  // cuDNN refuses Lkv == 1: flash takes it
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::flash);
+  EXPECT_EQ(parse_priority("cudnn-first"), Priority::cudnn_first);
+  EXPECT_EQ(parse_priority("math"), std::nullopt);
 }
 
 TEST(Dispatch, F32GoesToEfficientOrMath) {

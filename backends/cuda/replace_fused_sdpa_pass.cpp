@@ -1,7 +1,9 @@
 // Models ReplaceFusedSdpaWithSdpaPass as semantics/passes.md §2 describes it
-// (the pass is not in ExecuTorch main, llm-and-cuda.md §4.1). Subgraphs of a
-// cond are not visited: no entry form of this target holds one.
+// (the pass is not in ExecuTorch main, llm-and-cuda.md §4.1), including its
+// visit of the branches of a cond.
 #include "backends/cuda/replace_fused_sdpa_pass.h"
+
+#include <memory>
 
 #include "backends/common/sdpa_entry.h"
 #include "backends/cuda/fused_entry.h"
@@ -58,9 +60,14 @@ std::vector<int> readers_of_extra_outputs(const Graph& g, int index) {
   return out;
 }
 
-Decision ReplaceFusedSdpaWithSdpaPass::guard(const Graph& g, int index, const ShapeEnv& env) const {
+std::string branch_prefix(const std::string& where, const Node& cond, size_t branch) {
+  return where + "%" + cond.name + (branch == 0 ? "/true_branch/" : "/false_branch/");
+}
+
+Decision ReplaceFusedSdpaWithSdpaPass::guard(const Graph& g, int index, const ShapeEnv& env,
+                                             const std::string& where) const {
   const Node& n = g.nodes.at(index);
-  GuardContext guard(env, "%" + n.name);
+  GuardContext guard(env, where + "%" + n.name);
   auto rule = [&](FusedRule r, bool ok, const std::string& detail) {
     const bool weak = weakened_ == r;
     return guard.rule(rule_name(r), ok || weak, weak ? detail + " (rule weakened)" : detail);
@@ -82,17 +89,27 @@ Decision ReplaceFusedSdpaWithSdpaPass::guard(const Graph& g, int index, const Sh
 
 Pass::Result ReplaceFusedSdpaWithSdpaPass::run(const Graph& g, const ShapeEnv& env,
                                                const RewriteControl& control) const {
-  GraphRewriter rw(g);
   Result result;
+  result.graph = rewrite(g, env, control, "", result.decisions);
+  return result;
+}
+
+Graph ReplaceFusedSdpaWithSdpaPass::rewrite(const Graph& g, const ShapeEnv& env, const RewriteControl& control,
+                                            const std::string& where, std::vector<Decision>& decisions) const {
+  GraphRewriter rw(g);
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
     const Node& n = g.nodes[i];
     if (!is_fused_op(n.op)) {
       rw.copy(n);
+      Node& copied = rw.out().nodes.back();
+      for (size_t b = 0; b < n.subgraphs.size(); ++b)
+        copied.subgraphs[b] =
+            std::make_shared<Graph>(rewrite(*n.subgraphs[b], env, control, branch_prefix(where, n, b), decisions));
       continue;
     }
-    Decision d = guard(g, i, env);
+    Decision d = guard(g, i, env, where);
     d.forced = !d.rewrite && control.rewrites(d);
-    result.decisions.push_back(d);
+    decisions.push_back(d);
     if (!control.rewrites(d)) {
       rw.copy(n);
       continue;
@@ -110,8 +127,7 @@ Pass::Result ReplaceFusedSdpaWithSdpaPass::run(const Graph& g, const ShapeEnv& e
     // replace_all_uses_with does: only sound when output 0 alone is read.
     rw.replace(n, std::vector<ValueRef>(n.outputs.size(), out));
   }
-  result.graph = rw.finish();
-  return result;
+  return rw.finish();
 }
 
 }  // namespace sdpa::cuda

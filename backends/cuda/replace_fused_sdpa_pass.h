@@ -30,14 +30,22 @@ class ReplaceFusedSdpaWithSdpaPass : public Pass {
   Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override;
 
   /// The guard's decision on fused node `index` of `g`, without rewriting.
-  Decision guard(const Graph& g, int index, const ShapeEnv& env) const;
+  /// `where` names the cond branch holding `g` ("%cond/true_branch/"), empty
+  /// at the top level; it prefixes the decision's node.
+  Decision guard(const Graph& g, int index, const ShapeEnv& env, const std::string& where = "") const;
 
  private:
+  Graph rewrite(const Graph& g, const ShapeEnv& env, const RewriteControl& control, const std::string& where,
+                std::vector<Decision>& decisions) const;
   std::optional<FusedRule> weakened_;
 };
 
 /// The name the rewrite gives the SDPA node that replaces fused node `fused`.
 std::string replacement_name(const std::string& fused);
+
+/// The prefix naming branch `branch` (0: true, 1: false) of cond node `cond`
+/// inside a graph named by `where`.
+std::string branch_prefix(const std::string& where, const Node& cond, size_t branch);
 
 /// Nodes of `g` (by index) that read an output other than 0 of node `index`;
 /// -1 stands for the graph's output list.

@@ -146,5 +146,56 @@ TEST(Invariants, ALogsumexpReaderMustKeepItsFusedProducer) {
   EXPECT_NE(broken[0].find("read the logsumexp"), std::string::npos) << broken[0];
 }
 
+// The pass looks inside the branches of a cond; a node there is decided
+// and named by where it sits.
+TEST(ReplacePass, RewritesInsideACondBranch) {
+  Case c = base();
+  c.variant = kCond;
+  Pass::Result r = run(c, Variant::flash);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].node, "%cond/true_branch/%_scaled_dot_product_flash_attention");
+  EXPECT_TRUE(r.decisions[0].rewrite);
+  EXPECT_TRUE(verify_graph(r.graph).empty());
+  EXPECT_EQ(r.graph.count(kFlashOp), 0);
+  EXPECT_EQ(r.graph.count(kSdpaOp), 2);  // the rewrite and the false branch's own
+
+  // A logsumexp read inside the branch keeps the fused node.
+  c.variant = kCondLseReader;
+  Pass::Result kept = run(c, Variant::flash);
+  ASSERT_EQ(kept.decisions.size(), 1u);
+  EXPECT_FALSE(kept.decisions[0].rewrite);
+  EXPECT_EQ(kept.decisions[0].deciding_rule, "outputs-used");
+  EXPECT_EQ(kept.graph.count(kFlashOp), 1);
+}
+
+TEST(ReplacePass, HoldsABranchNodeByItsName) {
+  Case c = base();
+  c.variant = kCond;
+  RewriteControl control;
+  control.held.insert("%cond/true_branch/%_scaled_dot_product_flash_attention");
+  Pass::Result r = ReplaceFusedSdpaWithSdpaPass().run(fused_entry_graph(c, Variant::flash), c.shape_env(), control);
+  EXPECT_EQ(r.graph.count(kFlashOp), 1);
+}
+
+TEST(Invariants, AreCheckedInsideCondBranches) {
+  Case c = base();
+  c.variant = kCond;
+  c.scale = 0.5;
+  ReplaceFusedSdpaWithSdpaPass pass;
+  Graph before = fused_entry_graph(c, Variant::flash);
+  Graph after = pass.run(before, c.shape_env()).graph;
+  EXPECT_TRUE(fused_rewrite_invariants(pass, c.shape_env(), before, after).empty());
+  Graph wrong = after;
+  for (Node& n : wrong.nodes[wrong.find("cond")].subgraphs[0]->nodes)
+    if (n.op == kSdpaOp) n.kwargs = {};  // the rewrite in the branch loses its scale
+  auto broken = fused_rewrite_invariants(pass, c.shape_env(), before, wrong);
+  ASSERT_EQ(broken.size(), 1u);
+  EXPECT_EQ(broken[0].rfind("%cond/true_branch/%", 0), 0u) << broken[0];
+  // Left unrewritten in a branch although the guard accepts it.
+  auto left = fused_rewrite_invariants(pass, c.shape_env(), before, before);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_NE(left[0].find("is left although the guard accepted it"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sdpa::cuda

@@ -2,7 +2,8 @@
 // replacement_pass.py, semantics/llm-and-cuda.md §4.2): no guard for SDPA,
 // every node replaced by the op _pick_sdpa_kernel names, args and kwargs
 // carried over, meta copied; an exception while replacing is logged ("Failed
-// to replace node …") and the node stays.
+// to replace node …") and the node stays. It walks graph_module.graph.nodes
+// only: an SDPA inside a cond branch is not routed and runs on the math path.
 #include "backends/cuda/triton/triton_routing_pass.h"
 
 #include "backends/common/sdpa_entry.h"
