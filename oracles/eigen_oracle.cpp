@@ -16,11 +16,11 @@ void check_sizes(const ConcreteSizes& got, const ConcreteSizes& want) {
     throw std::invalid_argument("eigen oracle: the tensors do not have the case's sizes");
 }
 
-// Softmax of one score row into `p`; false when every score is -inf (the
-// row is fully masked and its weights stay 0).
-bool softmax_row(const MatrixL& s, int64_t i, MatrixL& p) {
+// Softmax of one score row into `p`, its largest score into `max`; false
+// when every score is -inf (the row is fully masked and its weights stay 0).
+bool softmax_row(const MatrixL& s, int64_t i, MatrixL& p, long double& max) {
   constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
-  long double max = kNegInf;
+  max = kNegInf;
   bool all_masked = true;
   for (int64_t j = 0; j < s.cols(); ++j) {
     max = std::fmax(max, s(i, j));  // NaN scores still reach exp() below
@@ -44,6 +44,7 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
   Golden g;
   g.out = Tensor(DType::f64, out_shape);
   g.fully_masked.assign(call.rows(), 0);
+  g.row_max_score.assign(call.rows(), 0.0);
   const CounterStream dropout(c.data.seed, "dropout");
   const long double keep_factor = 1.0L / (1.0L - static_cast<long double>(c.dropout_p));
   for (int64_t b = 0; b < call.batch(); ++b)
@@ -52,7 +53,9 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
       MatrixL p = MatrixL::Zero(s.Lq, s.Lkv);
       for (int64_t i = 0; i < s.Lq; ++i) {
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
-        g.fully_masked[row] = !softmax_row(scores, i, p);
+        long double max = 0;
+        g.fully_masked[row] = !softmax_row(scores, i, p, max);
+        g.row_max_score[row] = static_cast<double>(max);
         if (c.dropout_p <= 0) continue;
         // A product, not a select: like aten's dropout, NaN * 0 stays NaN.
         for (int64_t j = 0; j < s.Lkv; ++j)

@@ -1,5 +1,7 @@
 #include "oracles/eigen_oracle.h"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "oracles/oracle_test_support.h"
@@ -30,6 +32,22 @@ TEST(EigenOracle, EvaluatesSymbolicSizesAtTheGivenRun) {
   Golden g = eigen_golden(c, make_case_tensors(c, at), at);
   EXPECT_EQ(g.out.shape, (Shape{1, 2, 3}));
   EXPECT_THROW(eigen_golden(c, make_case_tensors(c, {{"s0", 5}}), at), std::invalid_argument);
+}
+
+// Each row's largest score is q_i . k_j * scale over the keys it keeps.
+TEST(EigenOracle, RecordsEachRowsLargestKeptScore) {
+  Case c = make_case(1, 1, 3, 4, 2, 2);
+  c.is_causal = true;
+  c.scale = 0.5;
+  CaseTensors t = make_case_tensors(c, {});
+  Golden g = eigen_golden(c, t, {});
+  ASSERT_EQ(g.row_max_score.size(), 3u);
+  for (int64_t i = 0; i < 3; ++i) {
+    double want = -1e300;
+    for (int64_t j = 0; j <= i; ++j)  // top-left causal keeps j <= i
+      want = std::max(want, 0.5 * (t.q.data[i * 2] * t.k.data[j * 2] + t.q.data[i * 2 + 1] * t.k.data[j * 2 + 1]));
+    EXPECT_NEAR(g.row_max_score[i], want, 1e-12 * std::fabs(want) + 1e-300) << i;
+  }
 }
 
 }  // namespace

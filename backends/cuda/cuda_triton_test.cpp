@@ -78,5 +78,34 @@ TEST(CudaTriton, SplitKFixedMaxIsFoundOnLargeScores) {
   EXPECT_EQ(fixture().check({{"triton", "on"}}, standard).verdict, Verdict::pass);
 }
 
+// The generators find the fixed maximum on their own: the large policy draws
+// decode calls with Lkv at the 256 split threshold and large data. The
+// finding names the split-K node and the row's largest score, which the
+// fixed phi = 5 cannot absorb (exp(s - 5) overflows f32 past s ~ 93.7).
+TEST(CudaTriton, SplitKFixedMaxIsFoundByTheGeneratorsFromAFixedSeed) {
+  auto target = fixture().registry.make("cuda", {{"triton", "on"}});
+  CampaignOptions o;
+  o.seed = 1;
+  o.cases = 520;
+  TargetRun r = run_target_campaign(*target, *fixture().reference,
+                                    [](const CaseSpace& s) { return gen_case(GenPolicy::large(), s); }, o);
+  const WrittenFinding* w = nullptr;
+  for (const auto& f : r.findings)
+    if (!w && f.finding.first_node.find("sdpa_decode_splitk") != std::string::npos &&
+        (f.verdict == "nan-mismatch" || f.verdict == "inaccurate-kernel"))
+      w = &f;
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_EQ(w->finding.kernel_set, "triton");
+  const std::string& d = w->finding.detail;
+  const size_t at = d.find("the row's largest score ");
+  ASSERT_NE(at, std::string::npos) << d;
+  EXPECT_GT(std::stod(d.substr(at + 24)), 93.7) << d;
+  // Shrunk to the routing's edge: one query, the threshold's 256 keys.
+  const ConcreteSizes s = concrete_sizes(w->shrunk, w->shrunk.runs()[0]);
+  EXPECT_EQ(s.Lq, 1);
+  EXPECT_EQ(s.Lkv, 256);
+  std::printf("split-K: %s at case %lld: %s\n", w->verdict.c_str(), static_cast<long long>(w->iteration), d.c_str());
+}
+
 }  // namespace
 }  // namespace sdpa::cuda

@@ -1,5 +1,7 @@
 #include "harness/check/case_checker.h"
 
+#include <algorithm>
+
 namespace sdpa {
 
 namespace check_internal {
@@ -77,7 +79,8 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   f.error_ulps = f.error / ulp(dtype, gold.out.data[cmp.worst]);
   f.index = unravel(cmp.worst, out.shape);
   f.detail = "output" + shape_str(f.index) + " = " + std::to_string(out.data[cmp.worst]) +
-             ", golden " + std::to_string(gold.out.data[cmp.worst]);
+             ", golden " + std::to_string(gold.out.data[cmp.worst]) +
+             largest_score(gold, cmp.worst / std::max<int64_t>(1, out.shape.back()));
   if (baseline) f.bound_inputs = bound.inputs;
   if (g && baseline) f.first_node = first_divergence(*g, r, kernel_set);
   result_.findings.push_back(f);
@@ -93,8 +96,13 @@ Finding CaseChecker::nonfinite_finding(Finding f, const Comparison& cmp, const G
   f.detail = (declared ? "declared divergence " + *declared + ": " : std::string()) +
              std::to_string(cmp.nonfinite_rows.size()) +
              " query row(s) non-finite where golden is finite, or the reverse; first row " +
-             shape_str(f.index) + (gold.fully_masked[row] ? " (fully masked)" : "");
+             shape_str(f.index) + (gold.fully_masked[row] ? " (fully masked)" : "") + largest_score(gold, row);
   return f;
+}
+
+std::string CaseChecker::largest_score(const Golden& gold, int64_t row) {
+  if (row < 0 || row >= static_cast<int64_t>(gold.row_max_score.size())) return "";
+  return "; the row's largest score " + number_str(gold.row_max_score[row]);
 }
 
 // The first node whose value on the target kernels departs from the

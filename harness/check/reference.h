@@ -19,6 +19,11 @@ struct Golden {
   /// One flag per query row of [batch..., Hq, Lq]: every key is dropped
   /// (bool false, -inf, or causal), so the row's output is 0.
   std::vector<uint8_t> fully_masked;
+  /// One per query row: its largest score (q . k) * scale + mask over the
+  /// keys it keeps, -inf when fully masked; empty when the oracle has none.
+  /// A finding on a row names it: a kernel's max or exp is where large
+  /// scores go wrong.
+  std::vector<double> row_max_score;
   /// Empty when the oracles agree; otherwise what differs, with numbers.
   std::string disagreement;
   double oracle_max_rel_diff = 0.0;
