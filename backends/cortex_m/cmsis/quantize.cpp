@@ -1,0 +1,57 @@
+// Models cortex_m.quantize_per_tensor / dequantize_per_tensor (int8, scalar
+// path), semantics/cortex-m-and-xnnpack.md §1.7: float32 arithmetic with the
+// fp32 reciprocal of the scale, std::nearbyint (round half to even), clamp.
+#include "backends/cortex_m/cmsis/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "backends/cortex_m/cmsis/cmsis_error.h"
+
+namespace sdpa::cortex_m::cmsis {
+
+std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scale, int32_t zero_point,
+                                        int32_t quant_min, int32_t quant_max) {
+  const char* kernel = "quantize_per_tensor";
+  if (quant_min < -128)
+    throw CmsisCheckFailed({kernel, "quant_min", std::to_string(quant_min) + " is below int8's -128"});
+  if (quant_max > 127)
+    throw CmsisCheckFailed({kernel, "quant_max", std::to_string(quant_max) + " is above int8's 127"});
+  if (quant_max < -128)
+    throw CmsisUndefined(
+        {kernel, "quant_max", std::to_string(quant_max) + " is below -128: the int8 store would wrap"});
+  const float inv_scale = 1.0f / static_cast<float>(scale);
+  std::vector<int8_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float r = std::nearbyint(inv_scale * x[i]);
+    // static_cast<int32_t> of a float is defined only for values in [-2^31, 2^31).
+    if (!(r >= -2147483648.0f && r < 2147483648.0f))
+      throw CmsisUndefined({kernel, "input[" + std::to_string(i) + "]",
+                            "nearbyint(" + std::to_string(inv_scale) + " * " + std::to_string(x[i]) +
+                                ") is NaN or outside int32: the float-to-int32 conversion is undefined"});
+    const int64_t q = int64_t{zero_point} + static_cast<int32_t>(r);
+    if (q < std::numeric_limits<int32_t>::min() || q > std::numeric_limits<int32_t>::max())
+      throw CmsisUndefined(
+          {kernel, "zero_point", "zero_point + nearbyint(...) overflows int32 at input[" + std::to_string(i) + "]"});
+    // std::max then std::min, in that order, as the op does.
+    out[i] = static_cast<int8_t>(std::min<int64_t>(std::max<int64_t>(q, quant_min), quant_max));
+  }
+  return out;
+}
+
+std::vector<float> dequantize_per_tensor(const std::vector<int8_t>& q, double scale, int32_t zero_point) {
+  const float s = static_cast<float>(scale);
+  std::vector<float> out(q.size());
+  for (size_t i = 0; i < q.size(); ++i) {
+    const int64_t centered = int64_t{q[i]} - zero_point;
+    if (centered < std::numeric_limits<int32_t>::min() || centered > std::numeric_limits<int32_t>::max())
+      throw CmsisUndefined({"dequantize_per_tensor", "zero_point",
+                            "q - zero_point overflows int32 at input[" + std::to_string(i) + "]"});
+    out[i] = static_cast<float>(static_cast<int32_t>(centered)) * s;
+  }
+  return out;
+}
+
+}  // namespace sdpa::cortex_m::cmsis

@@ -1,0 +1,26 @@
+#pragma once
+/// Models of ExecuTorch's cortex_m.quantize_per_tensor and
+/// cortex_m.dequantize_per_tensor for int8 (backends/cortex_m/ops/
+/// op_{quantize,dequantize}_per_tensor.cpp, scalar path),
+/// semantics/cortex-m-and-xnnpack.md §1.7.
+#include <cstdint>
+#include <vector>
+
+namespace sdpa::cortex_m::cmsis {
+
+/// q = clamp(zp + (int32) nearbyint(inv_scale·x)) with inv_scale = 1.0f /
+/// float(scale): float32 math, a multiply by the float reciprocal (not a
+/// division), round half to even; clamped by max(q, quant_min) then
+/// min(q, quant_max). CmsisCheckFailed (kernel "quantize_per_tensor") when
+/// quant_min < -128 or quant_max > 127 (ET_CHECK_MSG); CmsisUndefined when
+/// nearbyint(inv_scale·x) is NaN or outside int32 (operand "input[i]": the
+/// float-to-int conversion is undefined) or zp + it overflows ("zero_point"),
+/// and for quant_max < -128 (the int8 store would wrap).
+std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scale, int32_t zero_point,
+                                        int32_t quant_min = -128, int32_t quant_max = 127);
+
+/// x = float(q - zp)·float(scale) in float32. CmsisUndefined (kernel
+/// "dequantize_per_tensor", operand "zero_point") when q - zp overflows int32.
+std::vector<float> dequantize_per_tensor(const std::vector<int8_t>& q, double scale, int32_t zero_point);
+
+}  // namespace sdpa::cortex_m::cmsis

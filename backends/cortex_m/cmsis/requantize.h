@@ -1,0 +1,24 @@
+#pragma once
+/// A model of CMSIS-NN's arm_nn_requantize (Include/arm_nnsupportfunctions.h,
+/// default C path), semantics/cortex-m-and-xnnpack.md §2.1.
+#include <cstdint>
+#include <string>
+
+namespace sdpa::cortex_m::cmsis {
+
+/// arm_nn_requantize(v, M, s) = DIV_POW2(MUL_NO_SAT(v·2^max(s,0), M), max(-s,0)):
+/// DOUBLE rounding, first half toward +inf at 2^-31, then half away from zero
+/// at 2^-max(-s,0); the value is about v·M·2^(s-31).
+/// Refused with CmsisUndefined (kernel "arm_nn_requantize"): M outside the
+/// documented [INT32_MIN+1, INT32_MAX] (operand "multiplier"), s outside
+/// [-31, 31] (operand "shift": a C shift by 32 or more), and a left shift
+/// v·2^s that leaves int32 (operand "v·2^shift"; C's `v * (1 << s)` overflows,
+/// and for s = 31 every v but 0 does).
+int32_t requantize(int32_t v, int32_t multiplier, int32_t shift);
+
+/// requantize as a step of `kernel`: a refusal names `kernel` and the operands
+/// "multiplier", "shift" or `value` + "·2^shift" (e.g. "acc[0,1,2]·2^shift").
+int32_t requantize_in(const std::string& kernel, const std::string& value, int32_t v, int32_t multiplier,
+                      int32_t shift);
+
+}  // namespace sdpa::cortex_m::cmsis

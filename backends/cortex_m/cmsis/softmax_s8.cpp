@@ -1,0 +1,91 @@
+// Models arm_softmax_s8 / arm_nn_softmax_common_s8 (non-MVE path) step by step
+// as semantics/cortex-m-and-xnnpack.md §2.2 lists it: row max, Q5.26 exponent
+// input MUL_SAT(d·2^shift, mult) for d >= diff_min, EXP_ON_NEG, a Q12.19 sum of
+// DIV_POW2(e, 12), CLZ and ONE_OVER1 for 1/sum, then DIV_POW2(MUL_SAT(scale,
+// e), 35 - clz) - 128 clamped to int8. Every limit of a row is checked before
+// the row's output is computed.
+#include "backends/cortex_m/cmsis/softmax_s8.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "backends/cortex_m/cmsis/cmsis_error.h"
+#include "backends/cortex_m/cmsis/fixed_point.h"
+
+namespace sdpa::cortex_m::cmsis {
+namespace {
+
+constexpr const char* kKernel = "arm_softmax_s8";
+
+std::string row_col(int64_t r, int64_t c) {
+  return "input (row " + std::to_string(r) + ", column " + std::to_string(c) + ")";
+}
+
+}  // namespace
+
+std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
+                                   const SoftmaxParams& params) {
+  if (num_rows < 0 || row_size < 0 || static_cast<int64_t>(input.size()) != num_rows * row_size)
+    throw std::invalid_argument("arm_softmax_s8: input has " + std::to_string(input.size()) + " elements, not " +
+                                std::to_string(num_rows) + " rows of " + std::to_string(row_size));
+  if (params.shift < 0 || params.shift > 31)
+    throw CmsisUndefined(
+        {kKernel, "shift", std::to_string(params.shift) + " is outside the header's [0, 31] (1 << shift)"});
+  if (params.diff_min < std::numeric_limits<int32_t>::min() || params.diff_min > std::numeric_limits<int32_t>::max())
+    throw CmsisUndefined(
+        {kKernel, "diff_min", std::to_string(params.diff_min) + " does not fit the int32_t parameter"});
+  if (row_size < 1 && num_rows > 0)
+    throw CmsisUndefined({kKernel, "row_size", "0: the row max reads input[0] past the row"});
+  const int32_t diff_min = static_cast<int32_t>(params.diff_min);
+
+  std::vector<int8_t> out(input.size());
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const int8_t* x = input.data() + r * row_size;
+    const int32_t max = *std::max_element(x, x + row_size);
+    const std::string row = " (row " + std::to_string(r) + ")";
+
+    // The exponent of each kept element, Q0.31 (nothing is kept below diff_min).
+    std::vector<int32_t> e(row_size, 0);
+    std::vector<bool> kept(row_size, false);
+    int64_t sum = 0;  // Q12.19, an int32 upstream
+    for (int64_t c = 0; c < row_size; ++c) {
+      const int32_t d = x[c] - max;
+      if (d < diff_min) continue;
+      kept[c] = true;
+      e[c] = exp_on_negative_values(
+          doubling_high_mult(shift_left_as_c(d, params.shift, kKernel, row_col(r, c)), params.mult));
+      sum += divide_by_power_of_two(e[c], kSoftmaxAccumBits);
+      if (sum > std::numeric_limits<int32_t>::max())
+        throw CmsisUndefined(
+            {kKernel, "sum" + row, "the Q12.19 row sum overflows int32 at column " + std::to_string(c)});
+    }
+    if (sum == 0)
+      throw CmsisUndefined(
+          {kKernel, "sum" + row, "0 (no element within diff_min of the max): CLZ(0) = 32 and sum << 32 is undefined"});
+
+    const int32_t headroom = count_leading_zeros(static_cast<uint32_t>(sum));
+    const int32_t bits_over_unit = kSoftmaxAccumBits - headroom + 23;
+    if (bits_over_unit > 31)
+      throw CmsisUndefined({kKernel, "bits_over_unit" + row,
+                            "DIV_POW2 by " + std::to_string(bits_over_unit) + " (row sum " + std::to_string(sum) +
+                                " >= 2^28, a real sum of exponentials >= 512): a C shift by 32 or more"});
+    // sum·2^headroom is in [2^31, 2^32): minus 2^31 it is x of 1/(1 + x), in Q0.31.
+    const int32_t shifted_scale =
+        one_over_one_plus_x_for_x_in_0_1(static_cast<int32_t>((sum << headroom) - (int64_t{1} << 31)));
+
+    int8_t* y = out.data() + r * row_size;
+    for (int64_t c = 0; c < row_size; ++c) {
+      if (!kept[c]) {
+        y[c] = -128;
+        continue;
+      }
+      const int32_t v = divide_by_power_of_two(doubling_high_mult(shifted_scale, e[c]), bits_over_unit) - 128;
+      y[c] = static_cast<int8_t>(std::clamp(v, -128, 127));
+    }
+  }
+  return out;
+}
+
+}  // namespace sdpa::cortex_m::cmsis

@@ -1,0 +1,39 @@
+#pragma once
+/// A model of CMSIS-NN's arm_softmax_s8 (Source/SoftmaxFunctions/
+/// arm_softmax_s8.c, non-MVE path arm_nn_softmax_common_s8.c),
+/// semantics/cortex-m-and-xnnpack.md §2.2, as ExecuTorch's cortex_m.softmax
+/// calls it: output scale 1/256, zero point -128.
+#include <cstdint>
+#include <vector>
+
+namespace sdpa::cortex_m::cmsis {
+
+/// The kernel's parameters: `mult` and `shift` turn an int8 difference from
+/// the row max into the Q5.26 exponent input, `diff_min` drops elements
+/// further than that below the max. The lowering computes them from the input
+/// scale (softmax_params in lowering_params.h); diff_min is kept 64-bit here
+/// because that computation can leave int32 (the kernel then refuses it).
+struct SoftmaxParams {
+  int32_t mult = 0;
+  int32_t shift = 0;
+  int64_t diff_min = 0;
+};
+
+/// The number of accumulation bits of the Q12.19 row sum (ACCUM_BITS).
+inline constexpr int32_t kSoftmaxAccumBits = 12;
+
+/// arm_softmax_s8(input, num_rows, row_size, mult, shift, diff_min, output)
+/// over `num_rows` contiguous rows of `row_size`; out ≈ round(256·p) - 128.
+/// Refused with CmsisUndefined (kernel "arm_softmax_s8"), each check made
+/// before the operation it guards, nothing returned: shift outside the header's [0, 31] ("shift"), diff_min outside
+/// int32 ("diff_min"), row_size < 1 ("row_size": the max reads past the row),
+/// a kept difference whose d·2^shift overflows int32 ("input (row r, column
+/// c)"), a row sum that overflows int32 ("sum (row r)": uniform rows from
+/// 4096), a row sum of 0 ("sum (row r)": CLZ(0) then a shift by 32), and a
+/// final DIV_POW2 exponent bits_over_unit >= 32 ("bits_over_unit (row r)":
+/// uniform rows from 512). std::invalid_argument if input.size() is not
+/// num_rows·row_size.
+std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
+                                   const SoftmaxParams& params);
+
+}  // namespace sdpa::cortex_m::cmsis
