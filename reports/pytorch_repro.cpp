@@ -124,7 +124,7 @@ def dropout_keep(shape):
 
 
 # --- The original call ---
-def math_composition(q, k, v, mask, keep):
+def math_composition(q, k, v, mask, keep, is_causal):
     # What the call means, in float64: scores times the scale, causal top-left, a bool
     # mask as -inf, an additive mask added, softmax with every row of all -inf set to 0
     # (PyTorch >= 2.5's _safe_softmax), then the dropout keep mask scaled by 1 / (1 - p).
@@ -134,7 +134,7 @@ def math_composition(q, k, v, mask, keep):
         v = v.repeat_interleave(Q_HEADS // KV_HEADS, -3)
     scale = SCALE if SCALE is not None else 1 / math.sqrt(HEAD_DIM)
     s = (q @ k.transpose(-2, -1)) * scale
-    if IS_CAUSAL:
+    if is_causal:
         s = s.masked_fill(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril().logical_not(), -math.inf)
     if mask is not None:
         s = s.masked_fill(mask.logical_not(), -math.inf) if mask.dtype == torch.bool else s + mask.double()
@@ -149,11 +149,17 @@ def call_original(q, k, v, mask):
     # Returns (what ran, output [batch..., Hq, Lq, Ev]).
     if LAYOUT == "bshd":  # the entry form transposes q, k, v to [batch..., H, L, D] first
         q, k, v = (t.transpose(-3, -2) for t in (q, k, v))
+    is_causal = IS_CAUSAL
+    if IS_CAUSAL and CAUSAL_ALIGNMENT == "bottom-right":
+        # PyTorch's is_causal is top-left: the call's bottom-right rule goes in as a bool
+        # mask (a causal call has none of its own), query i keeping key j iff j <= i + Lkv - Lq.
+        lq, lkv = q.shape[-2], k.shape[-2]
+        mask, is_causal = torch.ones(lq, lkv, dtype=torch.bool).tril(lkv - lq), False
     if DROPOUT_P > 0:
         keep = dropout_keep(list(q.shape[:-1]) + [k.shape[-2]])
         return ("explicit math composition in float64 with sdpacheck's dropout keep mask "
                 "(PyTorch's RNG cannot replay sdpacheck's dropout stream)",
-                math_composition(q, k, v, mask, keep))
+                math_composition(q, k, v, mask, keep, is_causal))
     if hasattr(F, "scaled_dot_product_attention"):
         extra = {}
         if SCALE is not None:
@@ -161,7 +167,7 @@ def call_original(q, k, v, mask):
         if ENABLE_GQA:
             extra["enable_gqa"] = True
         return (f"torch.nn.functional.scaled_dot_product_attention (PyTorch {torch.__version__})",
-                F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=IS_CAUSAL, **extra))
+                F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=is_causal, **extra))
     old = f"PyTorch {torch.__version__}'s F._scaled_dot_product_attention"
     if not hasattr(F, "_scaled_dot_product_attention"):
         why = f"PyTorch {torch.__version__} has no SDPA op"
@@ -171,10 +177,10 @@ def call_original(q, k, v, mask):
         why = f"{old} takes no enable_gqa"
     else:
         try:
-            return old, F._scaled_dot_product_attention(q, k, v, mask, 0.0, False, IS_CAUSAL)[0]
+            return old, F._scaled_dot_product_attention(q, k, v, mask, 0.0, False, is_causal)[0]
         except RuntimeError as e:  # 1.13 on CPU has no float16 bmm
             why = f"{old} raised: {str(e).splitlines()[0]}"
-    return f"explicit math composition in float64 ({why})", math_composition(q, k, v, mask, None)
+    return f"explicit math composition in float64 ({why})", math_composition(q, k, v, mask, None, is_causal)
 
 
 # --- The comparison ---
@@ -285,6 +291,16 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// A bottom-right causal call is not what F.scaled_dot_product_attention's
+// is_causal means: the script says so and passes the rule as a mask.
+std::string bottom_right_note(const Case& c) {
+  if (!c.is_causal || c.causal_alignment != CausalAlignment::bottom_right) return "";
+  return "# Causal alignment: bottom-right, as FlashAttention-2 and a direct call of\n"
+         "# aten._scaled_dot_product_flash_attention align it (query i keeps key j iff\n"
+         "# j <= i + Lkv - Lq; with Lq == 1 every key). F.scaled_dot_product_attention's is_causal\n"
+         "# is top-left, so the script passes that rule as a bool mask instead.\n";
+}
+
 void write_header(std::ostream& o, const CorpusEntry& e, const std::string& source,
                   const std::string& reference_name) {
   o << "#!/usr/bin/env python3\n"
@@ -293,6 +309,7 @@ void write_header(std::ostream& o, const CorpusEntry& e, const std::string& sour
     << "#   target " << e.target << ", options " << nlohmann::json(e.options).dump()
     << ", expected verdict " << e.expect << "\n"
     << "# Recorded finding: " << one_line(e.finding.dump()) << "\n"
+    << bottom_right_note(e.c)
     << "# Provenance: " << one_line(e.provenance.dump()) << "\n"
     << "# Produced by `sdpacheck repro " << one_line(source) << " --pytorch` (sdpacheck " << kVersion
     << ").\n"
@@ -313,6 +330,7 @@ void write_case_constants(std::ostream& o, const Case& c) {
     << c.head_dim << ", " << c.value_dim << "\n"
     << "ENABLE_GQA = " << (c.enable_gqa ? "True" : "False") << "\n"
     << "IS_CAUSAL = " << (c.is_causal ? "True" : "False") << "\n"
+    << "CAUSAL_ALIGNMENT = " << py_str(alignment_name(c.causal_alignment)) << "\n"
     << "DROPOUT_P = " << py_float(c.dropout_p) << "\n"
     << "SCALE = " << (c.scale ? py_float(*c.scale) : "None") << "  # None: 1 / sqrt(HEAD_DIM)\n"
     << "SEED = " << c.data.seed << "\n"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # End-to-end tests of `sdpacheck repro`: the PyTorch script of the LibTorch 1.13
 # fully-masked-row entry reproduces the NaN row against golden 0, a pass entry's
-# script does not reproduce, --gtest embeds the entry in a TEST, usage errors exit 2.
+# script does not reproduce, a bottom-right causal call is named and passed as a
+# mask, --gtest embeds the entry in a TEST, usage errors exit 2.
 # (reports/CMakeLists.txt compiles and runs a --gtest draft as its own test.)
 # Usage: repro_test.sh SDPACHECK SOURCE_DIR
 # Exit 77 (skipped) when /usr/bin/python3 has no torch.
@@ -39,6 +40,15 @@ check pass-not-reproduced 0 "^NOT REPRODUCED: PyTorch agrees with sdpacheck's go
 for f in aten-pass-dropout aten-pass-bshd-f16-window; do
   check "$f-runs" 0 "^NOT REPRODUCED: " bash -c "'$BIN' repro '$SRC/corpus/aten/$f.json' --pytorch | $PY - | tail -1"
 done
+
+# A direct flash call's causal rule is bottom-right: the script names it and passes it
+# as a mask, so PyTorch agrees with the golden (top-left would differ by 0.41 here).
+BR=$SRC/corpus/cuda/cuda-unsupported-flash-bottom-right-causal.json
+"$BIN" repro "$BR" --pytorch -o "$TMP/br.py"
+check bottom-right-named 0 "^# aten\._scaled_dot_product_flash_attention align it \(query i keeps key j iff$" cat "$TMP/br.py"
+check bottom-right-not-reproduced 0 "^NOT REPRODUCED: " bash -c "$PY '$TMP/br.py' | tail -1"
+sed 's/^CAUSAL_ALIGNMENT = .*/CAUSAL_ALIGNMENT = "top-left"/' "$TMP/br.py" >"$TMP/tl.py"
+check top-left-would-differ 0 "^REPRODUCED: " bash -c "$PY '$TMP/tl.py' | tail -1"
 
 check gtest-stdout 0 "TEST\(CorpusRegression, AtenPassGqaHeadMapping\)" "$BIN" repro "$PASS" --gtest
 "$BIN" repro "$PASS" --gtest -o "$TMP/gqa_test.cpp"
