@@ -1,7 +1,8 @@
 #!/bin/bash
 # End to end: a mutant campaign on aten writes a JUnit file that validates
 # against reports/junit.xsd with consistent counts, and an HTML page that
-# renders in headless Chromium (renderStatus ok) with every section.
+# renders in headless Chromium (renderStatus ok) with every section; a cuda
+# campaign with the Triton kernels does the same with its own findings.
 # Usage: reports_test.sh SDPACHECK SOURCE_DIR
 # Exits 77 (skipped) without xmllint or Chromium (scripts/install-deps.sh installs both).
 set -u
@@ -47,6 +48,24 @@ for id in summary verdicts error-ratios guard-decisions coverage findings; do
 done
 grep -q "<svg" "$TMP/dom.html" && grep -q 'unsound-rewrite' "$TMP/dom.html" &&
   grep -q "sdpacheck replay $TMP/corpus/aten/" "$TMP/dom.html" && ok html-finding-shown || fail html-finding-shown
+
+# The cuda target with the Triton kernels on: its refusals are invalid-rewrite
+# failures naming the Triton op, in a valid JUnit file and a page that renders.
+if ! "$BIN" fuzz --target cuda --cases 200 --option triton=on --corpus "$TMP/cuda-corpus" \
+     --run-dir "$TMP/cuda-run" --junit "$TMP/cuda/junit.xml" --html "$TMP/cuda/html" >"$TMP/cuda.log" 2>&1; then
+  cat "$TMP/cuda.log"; echo "FAIL cuda fuzz"; exit 1
+fi
+if xmllint --noout --schema "$SRC/reports/junit.xsd" "$TMP/cuda/junit.xml" 2>"$TMP/xmllint.log"; then ok cuda-junit-valid
+else cat "$TMP/xmllint.log"; fail cuda-junit-valid; fi
+JUNIT=$TMP/cuda/junit.xml
+[ "$(xpath 'string(//testsuite/@name)')" = cuda ] &&
+  xpath 'string(//testcase[@name="soundness"]/failure)' | grep -q '^detail: %sdpa (triton\.sdpa\.default): ' &&
+  ok cuda-junit-triton-refusal || fail cuda-junit-triton-refusal
+if "$SRC/scripts/render_report.sh" --check-dom "$TMP/cuda/html/index.html" "$TMP/cuda-dom.html" >"$TMP/render.log" 2>&1; then
+  ok cuda-html-renders
+else cat "$TMP/render.log"; fail cuda-html-renders; fi
+grep -q 'invalid-rewrite' "$TMP/cuda-dom.html" && grep -q "sdpacheck replay $TMP/cuda-corpus/cuda/" "$TMP/cuda-dom.html" &&
+  grep -q 'outputs-used' "$TMP/cuda-dom.html" && ok cuda-html-finding-shown || fail cuda-html-finding-shown
 
 # A script error on the page must be reported, not hidden behind "ok".
 sed 's|</body>|<script>undefined_function();</script></body>|' "$PAGE" >"$TMP/broken.html"

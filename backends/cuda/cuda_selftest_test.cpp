@@ -8,6 +8,7 @@
 #include "backends/cuda/fused_entry.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/gate.h"
 #include "oracles/dual_oracle.h"
 #include "reports/run_summary.h"
 
@@ -87,6 +88,31 @@ TEST(CudaCond, AWeakenedRuleInsideABranchIsCaught) {
   ASSERT_EQ(kept.decisions.size(), 1u);
   EXPECT_FALSE(kept.decisions[0].rewrite);
   EXPECT_FALSE(kept.decisions[0].sound_alone);
+}
+
+// The gate from the backend's missing kernel to the replace guard: every
+// node the guard rewrites is a sound new rewrite, none is unsound or missed;
+// with a rule weakened, the gate names the newly unsound node.
+TEST(CudaGate, NoneToReplaceSortsEveryChangedDecision) {
+  auto decisions = [](const Options& o) {
+    return record_decisions(*fixture().registry.make("cuda", o), *fixture().reference, fixture().generators, 3,
+                            400, 100);
+  };
+  const DecisionsFile none = decisions({{"guard", "none"}, {"entry", "flash"}});
+  GateComparison g = compare_decisions(none, decisions({{"guard", "replace"}, {"entry", "flash"}}));
+  EXPECT_GT(g.changes[GateClass::newly_rewritten_sound].size(), 50u);
+  EXPECT_TRUE(g.changes[GateClass::newly_unsound].empty());
+  EXPECT_TRUE(g.changes[GateClass::newly_missed].empty());
+  EXPECT_GT(g.unchanged, 0);  // the nodes the guard keeps, as none did
+  for (const auto& c : g.changes[GateClass::newly_rewritten_sound])
+    EXPECT_EQ(c.head.pass, "replace-fused-sdpa-with-sdpa");
+
+  GateComparison weak =
+      compare_decisions(none, decisions({{"guard", "replace"}, {"entry", "flash"}, {"weaken", "causal-lengths"}}));
+  ASSERT_FALSE(weak.changes[GateClass::newly_unsound].empty());
+  const GateChange* first = smallest(weak.changes[GateClass::newly_unsound]);
+  EXPECT_TRUE(first->head.c.is_causal);
+  EXPECT_NE(case_summary(first->head.c).find("causal(bottom-right)"), std::string::npos) << case_summary(first->head.c);
 }
 
 struct Weakening {
