@@ -56,9 +56,12 @@ TEST(CudaTriton, TheRoutedPipelineFailsOnlyWhereTheTritonKernelsDo) {
   EXPECT_GT(r.verdicts["pass"], 100) << run_summary_text({r});
   EXPECT_GT(r.verdicts["unsound-rewrite"], 0);
   for (const auto& w : r.findings) {
-    if (w.verdict == "unsound-rewrite") EXPECT_EQ(w.shrunk.scale, 0.0) << case_summary(w.shrunk);
-    if (w.verdict == "invalid-rewrite")
+    if (w.verdict == "unsound-rewrite") {
+      EXPECT_EQ(w.shrunk.scale, 0.0) << case_summary(w.shrunk);
+    }
+    if (w.verdict == "invalid-rewrite") {
       EXPECT_NE(w.finding.detail.find("triton."), std::string::npos) << w.finding.detail;
+    }
   }
 }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cortex_m/cmsis/requantize.h"
+
 namespace sdpa::cortex_m::cmsis {
 
 /// lhs [batch, m, k] times rhs_t [batch, n, k] (rhs transposed) gives [batch, m, n].
@@ -28,6 +30,8 @@ struct BatchMatmulParams {
   int32_t shift = 0;
   int32_t activation_min = -128;
   int32_t activation_max = 127;
+  /// The requantization CMSIS-NN is built with (the default: double rounding).
+  Rounding rounding = Rounding::double_rounding;
 };
 
 /// out[b,m,n] = clamp(requantize(Σ_k (lhs[b,m,k] + input_offset)·(rhs_t[b,n,k] +

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cortex_m/cmsis/requantize.h"
+
 namespace sdpa::cortex_m::cmsis {
 
 /// The offsets are the negated input zero points and the output zero point
@@ -17,6 +19,8 @@ struct ElementwiseMulParams {
   int32_t shift = 0;
   int32_t activation_min = -128;
   int32_t activation_max = 127;
+  /// The requantization CMSIS-NN is built with (the default: double rounding).
+  Rounding rounding = Rounding::double_rounding;
 };
 
 /// out[i] = clamp(requantize((a[i] + input_1_offset)·(b[i] + input_2_offset),

@@ -9,14 +9,31 @@
 #include "backends/cortex_m/cmsis/fixed_point.h"
 
 namespace sdpa::cortex_m::cmsis {
+namespace {
+
+// CMSIS_NN_USE_SINGLE_ROUNDING: one rounding of v·M / 2^(31 - s), half toward
+// +inf, in 64-bit; s = 31 leaves no rounding bit and is refused.
+int32_t single_rounding(const std::string& kernel, int32_t v, int32_t multiplier, int32_t shift) {
+  const int32_t total_shift = 31 - shift;
+  if (total_shift < 1)
+    throw CmsisUndefined({kernel, "shift", std::to_string(shift) + ": single rounding needs 31 - shift >= 1"});
+  const int64_t product = int64_t{v} * multiplier;
+  const int64_t result = ((product >> (total_shift - 1)) + 1) >> 1;
+  if (result < std::numeric_limits<int32_t>::min() || result > std::numeric_limits<int32_t>::max())
+    throw CmsisUndefined({kernel, "v·multiplier", "the single-rounded result leaves int32"});
+  return static_cast<int32_t>(result);
+}
+
+}  // namespace
 
 int32_t requantize_in(const std::string& kernel, const std::string& value, int32_t v, int32_t multiplier,
-                      int32_t shift) {
+                      int32_t shift, Rounding rounding) {
   if (multiplier == std::numeric_limits<int32_t>::min())
     throw CmsisUndefined(
         {kernel, "multiplier", "INT32_MIN is outside arm_nn_requantize's documented range [INT32_MIN+1, INT32_MAX]"});
   if (shift < -31 || shift > 31)
     throw CmsisUndefined({kernel, "shift", std::to_string(shift) + " is outside [-31, 31]: a C shift by 32 or more"});
+  if (rounding == Rounding::single_rounding) return single_rounding(kernel, v, multiplier, shift);
   const int32_t left = shift > 0 ? shift : 0, right = shift < 0 ? -shift : 0;
   const int32_t shifted = shift_left_as_c(v, left, kernel, value + "·2^shift");
   return divide_by_power_of_two(doubling_high_mult_no_sat(shifted, multiplier), right);

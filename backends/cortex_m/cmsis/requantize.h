@@ -6,6 +6,11 @@
 
 namespace sdpa::cortex_m::cmsis {
 
+/// Which arm_nn_requantize CMSIS-NN is built with: the default C path (double
+/// rounding), or CMSIS_NN_USE_SINGLE_ROUNDING, which rounds v·M·2^(s-31) once,
+/// half toward +inf (a build ExecuTorch does not use: the self-tests' mutant).
+enum class Rounding { double_rounding, single_rounding };
+
 /// arm_nn_requantize(v, M, s) = DIV_POW2(MUL_NO_SAT(v·2^max(s,0), M), max(-s,0)):
 /// DOUBLE rounding, first half toward +inf at 2^-31, then half away from zero
 /// at 2^-max(-s,0); the value is about v·M·2^(s-31).
@@ -19,6 +24,6 @@ int32_t requantize(int32_t v, int32_t multiplier, int32_t shift);
 /// requantize as a step of `kernel`: a refusal names `kernel` and the operands
 /// "multiplier", "shift" or `value` + "·2^shift" (e.g. "acc[0,1,2]·2^shift").
 int32_t requantize_in(const std::string& kernel, const std::string& value, int32_t v, int32_t multiplier,
-                      int32_t shift);
+                      int32_t shift, Rounding rounding = Rounding::double_rounding);
 
 }  // namespace sdpa::cortex_m::cmsis

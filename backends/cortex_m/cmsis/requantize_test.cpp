@@ -79,5 +79,18 @@ RC_GTEST_PROP(CmsisRequantize, WithinOneOfTheRealValue, ()) {
   RC_ASSERT(std::fabs(requantize(v, m, s) - real) <= 1.0L);
 }
 
+// CMSIS_NN_USE_SINGLE_ROUNDING (the self-tests' mutant): one rounding, half
+// toward +inf; it differs from the default double rounding at negative ties
+// and where the first rounding lands on a tie.
+TEST(CmsisRequantize, SingleRoundingRoundsOnceHalfUp) {
+  EXPECT_EQ(requantize_in("k", "v", -2, 1 << 30, -1, Rounding::single_rounding), 0);  // -0.5 -> 0
+  EXPECT_EQ(requantize(-2, 1 << 30, -1), -1);                                          // -0.5 -> -1
+  EXPECT_EQ(requantize_in("k", "v", 2, 1 << 30, -1, Rounding::single_rounding), 1);    // 0.5 -> 1
+  EXPECT_EQ(requantize_in("k", "v", 5, 1 << 30, 0, Rounding::single_rounding), 3);     // 2.5 -> 3
+  EXPECT_EQ(requantize_in("k", "v", 7, 1 << 30, 1, Rounding::single_rounding), 7);     // x1 exact
+  const CmsisFault f = refusal([] { requantize_in("k", "v", 1, 1 << 30, 31, Rounding::single_rounding); });
+  EXPECT_EQ(f.operand, "shift");
+}
+
 }  // namespace
 }  // namespace sdpa::cortex_m::cmsis

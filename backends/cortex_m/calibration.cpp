@@ -1,0 +1,42 @@
+// Models calibration with torch.ao's MinMaxObserver (per-tensor affine int8),
+// the observer the issue specifies for the Cortex-M quantizer's activations.
+#include "backends/cortex_m/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backends/cortex_m/cortex_m_ops.h"
+#include "harness/io/json_reader.h"
+#include "harness/ir/kernels/reference_kernels.h"
+
+namespace sdpa::cortex_m {
+
+void attach_example_inputs(Graph& g, const std::map<std::string, Tensor>& inputs) {
+  for (const auto& [name, t] : inputs) g.constants[kExamplePrefix + name] = t;
+}
+
+Execution calibrate(const Graph& g) {
+  std::map<std::string, Tensor> inputs;
+  for (const Node& n : g.nodes) {
+    if (n.op != "placeholder") continue;
+    const std::string& input = std::get<std::string>(n.args.at(0));
+    auto it = g.constants.find(kExamplePrefix + input);
+    if (it == g.constants.end())
+      throw InputError("calibration: the graph carries no example input for placeholder %" + n.name);
+    inputs[input] = it->second;
+  }
+  return interpret(g, exact_kernels(), inputs, RunContext{}, /*keep_values=*/true);
+}
+
+QParams minmax_qparams(const Tensor& x) {
+  double lo = 0, hi = 0;
+  for (double v : x.data)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  const double eps = std::numeric_limits<float>::epsilon();
+  const double scale = std::max((hi - lo) / 255.0, eps);
+  const double zp = std::clamp(-128.0 - std::nearbyint(lo / scale), -128.0, 127.0);
+  return QParams{scale, static_cast<int64_t>(zp), -128, 127};
+}
+
+}  // namespace sdpa::cortex_m

@@ -1,0 +1,243 @@
+// Models the ExecuTorch cortex_m runtime ops (backends/cortex_m/ops/op_*.cpp)
+// on the CMSIS-NN models, semantics/cortex-m-and-xnnpack.md §1.7 and §2.
+#include "backends/cortex_m/cmsis_kernels.h"
+
+#include <cmath>
+#include <limits>
+
+#include "backends/cortex_m/cmsis/batch_matmul_s8.h"
+#include "backends/cortex_m/cmsis/cmsis_error.h"
+#include "backends/cortex_m/cmsis/elementwise_mul_s8.h"
+#include "backends/cortex_m/cmsis/lowering_params.h"
+#include "backends/cortex_m/cmsis/quantize.h"
+#include "backends/cortex_m/cmsis/softmax_s8.h"
+#include "backends/cortex_m/cortex_m_ops.h"
+#include "harness/ir/kernels/reference_kernels.h"
+
+namespace sdpa::cortex_m {
+namespace {
+
+using Kernel = std::function<Tensor(const KernelArgs&)>;
+
+[[noreturn]] void refuse(const std::string& why) { throw KernelError(KernelError::Kind::recoverable, why); }
+
+// The CMSIS refusals as the harness's kernel errors.
+KernelFn guarded(Kernel k) {
+  return [k](const KernelArgs& a) -> std::vector<Tensor> {
+    try {
+      return {k(a)};
+    } catch (const cmsis::CmsisUndefined& e) {
+      throw KernelError(KernelError::Kind::recoverable, "undefined behaviour in " + cmsis::describe(e.fault()));
+    } catch (const cmsis::CmsisCheckFailed& e) {
+      throw KernelError(KernelError::Kind::fatal, "ET_CHECK_MSG aborts: " + cmsis::describe(e.fault()));
+    }
+  };
+}
+
+std::vector<int8_t> codes(const Tensor& t, const char* operand) {
+  if (t.dtype != DType::i8) refuse(std::string(operand) + " is " + dtype_name(t.dtype) + ", the op takes int8");
+  std::vector<int8_t> out(t.data.size());
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    const double v = t.data[i];
+    if (!(v >= -128 && v <= 127) || v != std::floor(v))
+      throw GraphError(std::string(operand) + "[" + std::to_string(i) + "] = " + std::to_string(v) + " is not an int8");
+    out[i] = static_cast<int8_t>(v);
+  }
+  return out;
+}
+
+Tensor int8_result(const KernelArgs& a, const Shape& shape, const std::vector<int8_t>& q) {
+  Tensor r(DType::i8, shape);
+  for (size_t i = 0; i < q.size(); ++i) r.data[i] = q[i];
+  r.qparams = a.node.outputs.at(0).qparams;
+  return r;
+}
+
+int32_t i32(const KernelArgs& a, size_t i) {
+  const int64_t v = a.integer(i);
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+    throw KernelError(KernelError::Kind::fatal, "ET_CHECK_MSG aborts: argument " + std::to_string(i) + " of %" +
+                                                    a.node.name + " (" + std::to_string(v) + ") is outside int32");
+  return static_cast<int32_t>(v);
+}
+
+void check_bmm_shapes(const Tensor& l, const Tensor& r) {
+  if (l.dim() != 3 || r.dim() != 3 || l.shape[0] != r.shape[0] || l.shape[2] != r.shape[2])
+    refuse("quantized_batch_matmul takes lhs [B,M,K] and transposed rhs [B,N,K]; got " + shape_str(l.shape) + " and " +
+           shape_str(r.shape));
+}
+
+int64_t last_dim(const KernelArgs& a, const Tensor& x) {
+  const int64_t dim = a.integer(1);
+  if (x.dim() == 0 || (dim != -1 && dim != x.dim() - 1))
+    refuse("softmax: only the last dim is supported (dim " + std::to_string(dim) + " of rank " +
+           std::to_string(x.dim()) + ")");
+  return x.shape.back();
+}
+
+// A numel-1 second operand repeats over the first (the runtime's channel-broadcast loop).
+std::vector<int8_t> broadcast_to(const std::vector<int8_t>& b, size_t n) {
+  if (b.size() == n) return b;
+  if (b.size() != 1) refuse("quantized_mul: operand sizes differ and the second is not a single element");
+  return std::vector<int8_t>(n, b[0]);
+}
+
+// ---- cmsis-nn: the int8 models ----
+
+Tensor quantize_int8(const KernelArgs& a) {
+  const Tensor& x = a.tensor(0);
+  std::vector<float> xs(x.data.begin(), x.data.end());
+  return int8_result(a, x.shape,
+                     cmsis::quantize_per_tensor(xs, a.real(1), i32(a, 2), i32(a, 3), i32(a, 4)));
+}
+
+Tensor dequantize_int8(const KernelArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const std::vector<float> f = cmsis::dequantize_per_tensor(codes(x, "input"), a.real(1), i32(a, 2));
+  Tensor r(DType::f32, x.shape);
+  for (size_t i = 0; i < f.size(); ++i) r.data[i] = f[i];
+  return r;
+}
+
+Kernel bmm_int8(cmsis::Rounding rounding) {
+  return [rounding](const KernelArgs& a) {
+    const Tensor &l = a.tensor(0), &r = a.tensor(2);
+    check_bmm_shapes(l, r);
+    cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
+    cmsis::BatchMatmulParams p;
+    p.input_offset = i32(a, 1);
+    p.filter_offset = i32(a, 3);
+    p.output_offset = i32(a, 4);
+    p.multiplier = i32(a, 5);
+    p.shift = i32(a, 6);
+    p.rounding = rounding;
+    const cmsis::BatchMatmulDims d{l.shape[0], l.shape[1], r.shape[1], l.shape[2]};
+    return int8_result(a, {d.batch, d.m, d.n}, cmsis::arm_batch_matmul_s8(codes(l, "lhs"), codes(r, "rhs_t"), d, p));
+  };
+}
+
+Kernel mul_int8(cmsis::Rounding rounding) {
+  return [rounding](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
+    cmsis::ElementwiseMulParams p;
+    p.input_1_offset = -i32(a, 1);
+    p.input_2_offset = -i32(a, 3);
+    p.output_offset = i32(a, 4);
+    p.multiplier = i32(a, 5);
+    p.shift = i32(a, 6);
+    p.rounding = rounding;
+    const std::vector<int8_t> b = broadcast_to(codes(a.tensor(2), "input_2"), x.data.size());
+    return int8_result(a, x.shape, cmsis::arm_elementwise_mul_s8(codes(x, "input_1"), b, p));
+  };
+}
+
+Tensor softmax_int8(const KernelArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const int64_t row = last_dim(a, x);
+  if (a.integer(3) != kSoftmaxOutZeroPoint)
+    throw cmsis::CmsisCheckFailed({"cortex_m.softmax", "output_zero_point", std::to_string(a.integer(3)) + " is not -128"});
+  const cmsis::SoftmaxParams p{i32(a, 4), i32(a, 5), a.integer(6)};
+  return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), x.numel() / std::max<int64_t>(row, 1), row, p));
+}
+
+// ---- exact: the real computation the qparams describe ----
+
+Tensor with_meta(const KernelArgs& a, Tensor t) {
+  t.dtype = a.out_dtype();
+  t.qparams = a.node.outputs.at(0).qparams;
+  return t;
+}
+
+Tensor quantize_exact(const KernelArgs& a) {
+  Tensor t = a.tensor(0);
+  const long double s = a.real(1), zp = a.integer(2);
+  for (double& x : t.data) x = static_cast<double>(x / s + zp);
+  return with_meta(a, t);
+}
+
+Tensor dequantize_exact(const KernelArgs& a) {
+  Tensor t = a.tensor(0);
+  const long double s = a.real(1), zp = a.integer(2);
+  for (double& x : t.data) x = static_cast<double>((x - zp) * s);
+  return with_meta(a, t);
+}
+
+Tensor bmm_exact(const KernelArgs& a) {
+  const Tensor &l = a.tensor(0), &r = a.tensor(2);
+  check_bmm_shapes(l, r);
+  const long double lo = a.integer(1), ro = a.integer(3), zo = a.integer(4);
+  const long double m = static_cast<long double>(*a.kwarg_real("lhs_scale")) * *a.kwarg_real("rhs_scale") /
+                        *a.kwarg_real("output_scale");
+  const int64_t B = l.shape[0], M = l.shape[1], N = r.shape[1], K = l.shape[2];
+  Tensor out(DType::i8, {B, M, N});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        long double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += (l.data[(b * M + i) * K + k] + lo) * (r.data[(b * N + j) * K + k] + ro);
+        out.data[(b * M + i) * N + j] = static_cast<double>(acc * m + zo);
+      }
+  return with_meta(a, out);
+}
+
+Tensor mul_exact(const KernelArgs& a) {
+  const Tensor &x = a.tensor(0), &y = a.tensor(2);
+  if (y.numel() != 1 && y.numel() != x.numel()) refuse("quantized_mul: operand sizes differ");
+  const long double zx = a.integer(1), zy = a.integer(3), zo = a.integer(4);
+  const long double m = static_cast<long double>(*a.kwarg_real("a_scale")) * *a.kwarg_real("b_scale") /
+                        *a.kwarg_real("output_scale");
+  Tensor out = x;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    out.data[i] = static_cast<double>((x.data[i] - zx) * (y.data[y.numel() == 1 ? 0 : i] - zy) * m + zo);
+  return with_meta(a, out);
+}
+
+Tensor softmax_exact(const KernelArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const int64_t row = last_dim(a, x);
+  const long double s = *a.kwarg_real("input_scale");
+  Tensor out = x;
+  for (int64_t r0 = 0; r0 < x.numel(); r0 += row) {
+    long double mx = -std::numeric_limits<long double>::infinity(), total = 0;
+    for (int64_t j = 0; j < row; ++j) mx = std::fmax(mx, x.data[r0 + j]);
+    for (int64_t j = 0; j < row; ++j) total += std::exp((x.data[r0 + j] - mx) * s);
+    for (int64_t j = 0; j < row; ++j)
+      out.data[r0 + j] =
+          static_cast<double>(std::exp((x.data[r0 + j] - mx) * s) / total / kSoftmaxOutScale + kSoftmaxOutZeroPoint);
+  }
+  return with_meta(a, out);
+}
+
+void add_transpose(KernelSet& k) {
+  // cortex_m.transpose (arm_transpose_s8): a permutation, exact in every set.
+  const KernelSet ref = make_reference_kernels("ref", Numerics::exact);
+  k.add(kTransposeOp, *ref.find("aten.permute.default"));
+}
+
+}  // namespace
+
+KernelSet cmsis_nn_kernels(cmsis::Rounding rounding) {
+  KernelSet k = make_reference_kernels("cmsis-nn", Numerics::emulated);
+  add_transpose(k);
+  k.add(kQuantizeOp, guarded(quantize_int8));
+  k.add(kDequantizeOp, guarded(dequantize_int8));
+  k.add(kBmmOp, guarded(bmm_int8(rounding)));
+  k.add(kMulOp, guarded(mul_int8(rounding)));
+  k.add(kSoftmaxOp, guarded(softmax_int8));
+  return k;
+}
+
+KernelSet exact_cortex_m_kernels() {
+  KernelSet k = make_reference_kernels("exact", Numerics::exact);
+  add_transpose(k);
+  k.add(kQuantizeOp, guarded(quantize_exact));
+  k.add(kDequantizeOp, guarded(dequantize_exact));
+  k.add(kBmmOp, guarded(bmm_exact));
+  k.add(kMulOp, guarded(mul_exact));
+  k.add(kSoftmaxOp, guarded(softmax_exact));
+  return k;
+}
+
+}  // namespace sdpa::cortex_m

@@ -1,0 +1,20 @@
+#pragma once
+/// Kernel sets for the lowered Cortex-M graph.
+///  cmsis-nn: the cortex_m ops on the CMSIS-NN int8 models (cmsis/), and the
+///            portable fp32 kernels (the harness reference kernels, emulated)
+///            for every aten op left in the graph, as ExecuTorch runs them.
+///  exact:    what the lowered graph means with infinite precision: an int8
+///            value is its unrounded, unclamped code x / scale + zero_point,
+///            each cortex_m op the real computation its qparams describe.
+/// A CMSIS model's refusal becomes a KernelError naming kernel and operand:
+/// CmsisUndefined (undefined behaviour in the C code) recoverable,
+/// CmsisCheckFailed (ET_CHECK_MSG aborts the runtime) fatal.
+#include "backends/cortex_m/cmsis/requantize.h"
+#include "harness/ir/kernel_set.h"
+
+namespace sdpa::cortex_m {
+
+KernelSet cmsis_nn_kernels(cmsis::Rounding rounding = cmsis::Rounding::double_rounding);
+KernelSet exact_cortex_m_kernels();
+
+}  // namespace sdpa::cortex_m

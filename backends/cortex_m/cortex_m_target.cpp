@@ -1,0 +1,176 @@
+#include "backends/cortex_m/cortex_m_target.h"
+
+#include <cmath>
+
+#include "backends/common/sdpa_entry.h"
+#include "backends/cortex_m/calibration.h"
+#include "backends/cortex_m/cmsis_kernels.h"
+#include "backends/cortex_m/cortex_m_invariants.h"
+#include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/decompose_sdpa_pass.h"
+#include "backends/cortex_m/matmul_to_bmm_pass.h"
+#include "backends/cortex_m/quantize_lower_pass.h"
+#include "harness/ir/kernels/reference_kernels.h"
+
+namespace sdpa::cortex_m {
+namespace {
+
+const std::map<std::string, std::string>& mutant_table() {
+  static const std::map<std::string, std::string> m = {
+      {"non-proportional-qparams",
+       "the scale MUL's output observer reads the MUL's input: out_scale == in_scale, not in_scale·scale"},
+      {"single-rounding", "CMSIS-NN built with CMSIS_NN_USE_SINGLE_ROUNDING: requantize rounds once, half up"}};
+  return m;
+}
+
+// The scale of the int8 value a softmax reads, from the lowered graph: a
+// quantized softmax's input_scale, or the dequantize feeding an fp32 one.
+double score_step(const Graph& g) {
+  for (const Node& n : g.nodes) {
+    if (n.op == kSoftmaxOp) return std::get<double>(*n.kwarg("input_scale"));
+    if (n.op == "aten._softmax.default" || n.op == "aten.softmax.int") {
+      const Node& in = g.nodes.at(std::get<ValueRef>(n.args.at(0)).node);
+      if (in.op == kDequantizeOp) return std::get<double>(in.args.at(1));
+    }
+  }
+  return 0;
+}
+
+// How cmsis-nn computes a case, read from the graph it runs: int8 with
+// per-tensor min/max qparams where the graph holds the quantized bmm, the
+// portable f32 kernels otherwise (a kept SDPA upcasts like the math backend).
+KernelNumerics cmsis_numerics(const Case& c, const Graph& g) {
+  if (g.count(kBmmOp) + g.count(kMulOp) + g.count(kSoftmaxOp) == 0) {
+    if (g.count(kSdpaOp) > 0) return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
+    KernelNumerics n = KernelNumerics::naive(c.dtype);
+    n.fp.split_scale = g.count("aten._safe_softmax.default") > 0;  // shared-decomp's sqrt(scale) MULs
+    return n;
+  }
+  QuantizedNumerics q;
+  // Asymmetric min/max over a range holding 0: a step of at most 2·max|x| / 255.
+  q.input_qmax = 127;
+  q.output_qmax = 127;
+  q.score_step = score_step(g);
+  // P as the second bmm reads it: the fixed 1/256 of a quantized softmax, or
+  // its observer's step. A probability of 1 saturates at 255/256: one full step.
+  double prob = g.count(kSoftmaxOp) > 0 ? kSoftmaxOutScale : 0;
+  int seen = 0;
+  for (const Node& n : g.nodes)
+    if (n.op == kBmmOp && ++seen == 2) prob = std::get<double>(*n.kwarg("lhs_scale"));
+  q.prob_step = 2 * prob;
+  q.multiplier_rel = std::ldexp(1.0, -30);  // a Q31 multiplier >= 2^30, rounded by 1/2
+  q.softmax = DType::f16;  // Q0.31 exp, a Q12.19 row sum and a 3-step reciprocal: about 2^-11
+  return KernelNumerics::quantized(q);
+}
+
+class CortexMTarget : public Target {
+ public:
+  explicit CortexMTarget(Options options)
+      : options_(std::move(options)),
+        policy_(*parse_policy(options_.at("guard"))),
+        quantized_(options_.at("quantize") == "int8"),
+        decompose_(policy_, parse_guard_rule(options_.at("weaken"))),
+        lower_(QuantizerConfig{policy_ == Policy::decompose_fold, options_.at("softmax-check") == "upstream",
+                               options_.at("mutant") == "non-proportional-qparams"}),
+        kernels_(cmsis_nn_kernels(options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
+                                                                              : cmsis::Rounding::double_rounding)),
+        exact_(exact_cortex_m_kernels()) {}
+
+  std::string name() const override { return "cortex-m"; }
+  const Options& options() const override { return options_; }
+
+  CaseSpace case_space() const override {
+    CaseSpace s;
+    s.dtypes = {DType::f32};
+    s.dynamic_dims = false;
+    s.start_pos = false;
+    return s;
+  }
+
+  std::optional<std::string> refuses(const Case& c) const override {
+    if (c.dtype != DType::f32) return std::string("the cortex-m entry form is an fp32 graph from export");
+    if (!c.symbols.empty()) return std::string("the cortex-m entry form has static shapes (no symbols)");
+    if (!(c.start_pos == SymExpr(0))) return std::string("the cortex-m entry form has no KV-cache position");
+    return std::nullopt;
+  }
+
+  // The aten SDPA export hands the pipeline, carrying the call's own tensors
+  // as the example inputs the quantizer calibrates on.
+  Graph entry(const Case& c) const override {
+    Graph g = sdpa_entry_graph(c);
+    if (quantized_) attach_example_inputs(g, Target::inputs(c, make_case_tensors(c, c.runs().at(0))));
+    return g;
+  }
+
+  std::vector<const Pass*> passes() const override {
+    std::vector<const Pass*> p;
+    if (policy_ != Policy::none) p.push_back(&decompose_);
+    p.push_back(&to_bmm_);
+    if (quantized_) p.push_back(&lower_);
+    return p;
+  }
+
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    return {{&kernels_, {DType::f32},
+             "CMSIS-NN int8 models for the cortex_m ops, portable f32 kernels for what stays float",
+             cmsis_numerics}};
+  }
+  const KernelSet& exact_kernels() const override { return exact_; }
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+
+  std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
+    InvariantContext ctx{decompose_, policy_, quantized_, kernels_, {}};
+    if (quantized_) ctx.inputs = Target::inputs(c, make_case_tensors(c, c.runs().at(0)));
+    return cortex_m_invariants(ctx, c, before, after);
+  }
+
+ private:
+  Options options_;
+  Policy policy_;
+  bool quantized_;
+  DecomposeSdpaPass decompose_;
+  MatmulToBmmPass to_bmm_;
+  QuantizeLowerPass lower_;
+  KernelSet kernels_, exact_;
+};
+
+class CortexMFactory : public TargetFactory {
+ public:
+  std::string name() const override { return "cortex-m"; }
+  std::string description() const override {
+    return "ExecuTorch Cortex-M: fp32 SDPA decomposed, quantized per-tensor int8 and lowered to CMSIS-NN kernels";
+  }
+  std::vector<OptionSpec> option_specs() const override {
+    std::vector<std::string> weaken{"none"}, mutants{"none"};
+    for (const auto& [rule, name] : guard_rules()) weaken.push_back(name);
+    for (const auto& [name, what] : mutant_table()) mutants.push_back(name);
+    return {{"guard", {"decompose", "decompose+fold", "shared-decomp", "none"}, "decompose",
+             "DecomposeSDPAPass policy: decompose (one scale MUL, run as an int8 multiply), decompose+fold (the "
+             "MUL folded into the preceding requantization), shared-decomp (sqrt(scale) into q and k), none"},
+            {"entry", {"sdpa"}, "sdpa", "entry form: an fp32 aten SDPA from export, static shapes"},
+            {"weaken", weaken, "none", "switch off one rule of the decomposition's guard (self-tests)"},
+            {"quantize", {"int8", "off"}, "int8",
+             "int8: the quantizer and AtenToCortexMPass run; off: the float graph after MatmulToBmmPass"},
+            {"softmax-check", {"upstream", "last-dim"}, "upstream",
+             "upstream: CortexMSoftmaxCheck rejects a 4-D softmax it takes for channels-last; last-dim: any "
+             "softmax over the last dim is quantized"},
+            {"kernels", {"cmsis-nn"}, "cmsis-nn", "kernel set: CMSIS-NN int8 models"},
+            {"mutant", mutants, "none", "a deliberately wrong quantizer or kernel (self-tests)"}};
+  }
+  std::vector<MutantSpec> mutants() const override {
+    std::vector<MutantSpec> out;
+    for (const auto& [name, what] : mutant_table()) out.push_back({name, {{"mutant", name}}, what});
+    for (const auto& [rule, name] : guard_rules())
+      out.push_back({"weaken-" + name, {{"weaken", name}}, "the decompose guard without its " + name + " rule"});
+    return out;
+  }
+  std::unique_ptr<Target> make(const Options& options) const override {
+    return std::make_unique<CortexMTarget>(options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TargetFactory> make_factory() { return std::make_unique<CortexMFactory>(); }
+
+}  // namespace sdpa::cortex_m

@@ -1,0 +1,233 @@
+// Models CortexMQuantizer's annotation of bmm / mul / softmax (quantizer_support.py,
+// pattern_checkers.py), PT2E calibration with min/max observers, and
+// AtenToCortexMPass's substitutions with their AOT parameters (aten_to_cortex_m_pass.py),
+// semantics/cortex-m-and-xnnpack.md §1.4, §1.5, §1.7.
+#include "backends/cortex_m/quantize_lower_pass.h"
+
+#include <cmath>
+#include <optional>
+#include <set>
+
+#include "backends/cortex_m/calibration.h"
+#include "backends/cortex_m/cmsis/lowering_params.h"
+#include "backends/cortex_m/cortex_m_ops.h"
+
+namespace sdpa::cortex_m {
+namespace {
+
+const std::set<std::string> kSharedQspecOps = {
+    "aten.reshape.default", "aten.view.default",      "aten._unsafe_view.default", "aten.transpose.int",
+    "aten.permute.default", "aten.contiguous.default", "aten.clone.default",       "aten.unsqueeze.default",
+    "aten.squeeze.dims",    "aten.expand.default"};
+
+bool is_softmax(const std::string& op) { return op == "aten._softmax.default" || op == "aten.softmax.int"; }
+
+cmsis::QParams to_cmsis(const QParams& q) { return {q.scale, static_cast<int32_t>(q.zero_point)}; }
+
+const ValueRef* tensor_arg(const Node& n, size_t i) {
+  return i < n.args.size() ? std::get_if<ValueRef>(&n.args[i]) : nullptr;
+}
+
+// One run of the pass over one graph.
+class Lowering {
+ public:
+  Lowering(const Graph& g, QuantizerConfig cfg) : g_(g), rw_(g), cfg_(cfg) {}
+
+  Graph run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) visit(static_cast<int>(i));
+    for (const auto& o : g_.outputs) ensure_f32(o);
+    return rw_.finish();
+  }
+
+ private:
+  Graph& out() { return rw_.out(); }
+
+  void visit(int i) {
+    const Node& n = g_.nodes[i];
+    const ValueRef* x = tensor_arg(n, 0);
+    const bool int8_input = x && int8_.count(x->node) && !f32_ready_.count(x->node);
+    if (kSharedQspecOps.count(n.op) && int8_input) return shared(i);
+    if (n.op == "aten.bmm.default" && bmm_annotated(n)) return bmm(i);
+    if (n.op == "aten.mul.Scalar" && int8_input && n.args.size() > 1 && std::holds_alternative<double>(n.args[1]))
+      return scale_mul(i);
+    if (is_softmax(n.op) && softmax_annotated(g_, n, cfg_.upstream_softmax_check)) return softmax(i);
+    for (const auto& a : n.args)
+      if (const auto* v = std::get_if<ValueRef>(&a)) ensure_f32(*v);
+    for (const auto& [key, a] : n.kwargs)
+      if (const auto* v = std::get_if<ValueRef>(&a)) ensure_f32(*v);
+    rw_.copy(n);
+    f32_ready_.insert(i);
+  }
+
+  // CortexMBmmCheck: both inputs rank 3, equal batch, matching inner dims.
+  bool bmm_annotated(const Node& n) const {
+    const ValueRef *l = tensor_arg(n, 0), *r = tensor_arg(n, 1);
+    if (!l || !r) return false;
+    const SymShape &a = g_.info(*l).shape, &b = g_.info(*r).shape;
+    return a.size() == 3 && b.size() == 3 && a[0] == b[0] && a[2] == b[1];
+  }
+
+  // The calibration run of the float graph, made when a first value is observed.
+  const Tensor& observed(ValueRef v) {
+    if (!calibration_) calibration_ = calibrate(g_);
+    return calibration_->values.at(v.node).at(v.output);
+  }
+
+  // The qparams the quantizer annotates value `v` with.
+  QParams annotation(ValueRef v) {
+    const Node& p = g_.nodes.at(v.node);
+    if (softmax_.count(v.node)) return QParams{kSoftmaxOutScale, kSoftmaxOutZeroPoint, -128, 127};
+    if (shared_.count(v.node)) return annotation(*tensor_arg(p, 0));
+    if (cfg_.observer_before_mul && scale_muls_.count(v.node)) return minmax_qparams(observed(*tensor_arg(p, 0)));
+    return minmax_qparams(observed(v));
+  }
+
+  // The int8 value of `v`: the lowered one, or a quantize of the float one.
+  ValueRef as_int8(ValueRef v) {
+    if (auto it = int8_.find(v.node); it != int8_.end()) return it->second;
+    const QParams q = annotation(v);
+    const ValueRef f = rw_.map(v);
+    const ValueRef r = out().call(kQuantizeOp, {f, q.scale, q.zero_point, int64_t{-128}, int64_t{127}, DType::i8}, {},
+                                  {{DType::i8, out().info(f).shape, q}}, g_.nodes[v.node].name + "_int8");
+    int8_[v.node] = r;
+    return r;
+  }
+
+  // A float reader of an int8-only value reads it dequantized (with the int8 value's own qparams).
+  void ensure_f32(ValueRef v) {
+    if (f32_ready_.count(v.node)) return;
+    auto it = int8_.find(v.node);
+    if (it == int8_.end()) return;  // not yet visited: the rewriter reports it
+    const ValueInfo& info = out().info(it->second);
+    const QParams q = *info.qparams;
+    const ValueRef dq = out().call(kDequantizeOp, {it->second, q.scale, q.zero_point, int64_t{-128}, int64_t{127}, DType::i8},
+                                   {}, {{DType::f32, info.shape}}, g_.nodes[v.node].name + "_dequant");
+    rw_.replace(g_.nodes[v.node], {dq});
+    f32_ready_.insert(v.node);
+  }
+
+  void shared(int i) {
+    const Node& n = g_.nodes[i];
+    std::vector<Arg> args = n.args;
+    const ValueRef in = int8_.at(tensor_arg(n, 0)->node);
+    args[0] = in;
+    ValueInfo o = n.outputs.at(0);
+    o.dtype = DType::i8;
+    o.qparams = out().info(in).qparams;
+    int8_[i] = out().call(n.op, args, n.kwargs, {o}, n.name);
+    shared_.insert(i);
+  }
+
+  void bmm(int i) {
+    const Node& n = g_.nodes[i];
+    const ValueRef l = *tensor_arg(n, 0), r = *tensor_arg(n, 1);
+    const QParams ql = annotation(l), qr = annotation(r), qo = annotation({i, 0});
+    const ValueRef l8 = as_int8(l), r8 = as_int8(r);
+    const SymShape& rs = out().info(r8).shape;
+    const ValueRef rt = out().call(kTransposeOp, {r8, SymShape{0, 2, 1}}, {},
+                                   {{DType::i8, {rs[0], rs[2], rs[1]}, out().info(r8).qparams}}, n.name + "_rhs_t");
+    const cmsis::BatchMatmulParams p = cmsis::batch_matmul_params(to_cmsis(ql), to_cmsis(qr), to_cmsis(qo));
+    int8_[i] = out().call(kBmmOp,
+                          {l8, int64_t{p.input_offset}, rt, int64_t{p.filter_offset}, int64_t{p.output_offset},
+                           int64_t{p.multiplier}, int64_t{p.shift}},
+                          {{"lhs_scale", ql.scale}, {"rhs_scale", qr.scale}, {"output_scale", qo.scale}},
+                          {{DType::i8, n.outputs.at(0).shape, qo}}, n.name);
+  }
+
+  // FoldScaleIntoQuantizePass's match (§1.4): c finite and nonzero, S_out
+  // isclose S_in·c (rel 1e-6), equal zero points, the MUL's input and the
+  // MUL each read by one node, and that reader a quantized softmax.
+  bool folds(int i, const QParams& qi, const QParams& qo, double c) const {
+    const Node& n = g_.nodes[i];
+    if (!cfg_.fold || !std::isfinite(c) || c == 0.0) return false;
+    const double want = qi.scale * c;
+    if (!(std::fabs(qo.scale - want) <= 1e-6 * std::fmax(std::fabs(qo.scale), std::fabs(want)))) return false;
+    if (qo.zero_point != qi.zero_point) return false;
+    const std::vector<int> users = g_.users(i);
+    if (g_.users(tensor_arg(n, 0)->node).size() != 1 || users.size() != 1) return false;
+    const Node& user = g_.nodes[users[0]];
+    return is_softmax(user.op) && softmax_annotated(g_, user, cfg_.upstream_softmax_check);
+  }
+
+  void scale_mul(int i) {
+    const Node& n = g_.nodes[i];
+    scale_muls_.insert(i);
+    const ValueRef x = *tensor_arg(n, 0);
+    const double c = std::get<double>(n.args[1]);
+    const QParams qi = annotation(x), qo = annotation({i, 0});
+    const ValueRef x8 = as_int8(x);
+    if (folds(i, qi, qo, c)) {
+      int8_[i] = x8;  // the softmax reads the bmm's codes with the MUL's output qparams
+      return;
+    }
+    // The scalar, materialized as a symmetric int8 constant: code ±127 with
+    // scale |c| / 127 (a parameter, not an activation: no observer's eps
+    // floor, which would round a tiny scale to 0).
+    const size_t rank = g_.info(x).shape.size();
+    Tensor ct(DType::i8, Shape(rank, 1));
+    // A zero scalar is code 0 at any scale: S_out / S_in keeps the multiplier at 1.
+    const QParams qc{c == 0.0 ? qo.scale / qi.scale : std::fabs(c) / 127, 0, -128, 127};
+    ct.data[0] = c > 0 ? 127 : c < 0 ? -127 : 0;
+    ct.qparams = qc;
+    const ValueRef cv = out().constant(n.name + "_scalar_int8", ct, SymShape(rank, SymExpr(1)));
+    const cmsis::ElementwiseMulParams p = cmsis::elementwise_mul_params(to_cmsis(qi), to_cmsis(qc), to_cmsis(qo));
+    int8_[i] = out().call(kMulOp,
+                          {x8, qi.zero_point, cv, qc.zero_point, qo.zero_point, int64_t{p.multiplier}, int64_t{p.shift}},
+                          {{"a_scale", qi.scale}, {"b_scale", qc.scale}, {"output_scale", qo.scale}},
+                          {{DType::i8, n.outputs.at(0).shape, qo}}, n.name);
+  }
+
+  void softmax(int i) {
+    const Node& n = g_.nodes[i];
+    const ValueRef x = *tensor_arg(n, 0);
+    const QParams qi = annotation(x);
+    const ValueRef x8 = as_int8(x);
+    const cmsis::SoftmaxParams p = cmsis::softmax_params(qi.scale);
+    softmax_.insert(i);
+    int8_[i] = out().call(kSoftmaxOp,
+                          {x8, n.args[1], qi.zero_point, kSoftmaxOutZeroPoint, int64_t{p.mult}, int64_t{p.shift},
+                           int64_t{p.diff_min}},
+                          {{"input_scale", qi.scale}},
+                          {{DType::i8, n.outputs.at(0).shape, QParams{kSoftmaxOutScale, kSoftmaxOutZeroPoint, -128, 127}}},
+                          n.name);
+  }
+
+  const Graph& g_;
+  GraphRewriter rw_;
+  QuantizerConfig cfg_;
+  std::optional<Execution> calibration_;
+  std::map<int, ValueRef> int8_;      // old node -> its int8 value in the new graph
+  std::set<int> f32_ready_;           // old nodes whose float value the rewriter maps
+  std::set<int> shared_, softmax_, scale_muls_;
+};
+
+}  // namespace
+
+bool softmax_annotated(const Graph& g, const Node& n, bool upstream_check) {
+  const ValueRef* x = tensor_arg(n, 0);
+  if (!x || n.args.size() < 2 || !std::holds_alternative<int64_t>(n.args[1])) return false;
+  if (n.op == "aten._softmax.default" && n.args.size() > 2 && std::holds_alternative<bool>(n.args[2]) &&
+      std::get<bool>(n.args[2]))
+    return false;  // half_to_float
+  const SymShape& s = g.info(*x).shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  if (rank == 0) return false;
+  const int64_t dim = ((std::get<int64_t>(n.args[1]) % rank) + rank) % rank;
+  const bool channels_last = rank == 4 && (s[1] == SymExpr(1) || (s[2] == SymExpr(1) && s[3] == SymExpr(1)));
+  if (upstream_check && channels_last) return dim == 1;  // and the runtime then refuses dim 1
+  return dim == rank - 1;
+}
+
+Pass::Result QuantizeLowerPass::run(const Graph& g, const ShapeEnv&, const RewriteControl&) const {
+  Result r;
+  try {
+    r.graph = Lowering(g, config_).run();
+  } catch (const KernelError&) {
+    r.graph = g;  // the float graph cannot run on its example inputs: nothing is calibrated or annotated
+  } catch (const GraphError&) {
+    r.graph = g;
+  }
+  return r;
+}
+
+}  // namespace sdpa::cortex_m

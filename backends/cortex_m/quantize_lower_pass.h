@@ -1,0 +1,48 @@
+#pragma once
+/// The CortexMQuantizer's per-tensor int8 annotation, calibrated on the case's
+/// own tensors, followed by AtenToCortexMPass's lowering (semantics/
+/// cortex-m-and-xnnpack.md §1.5, §1.7), as one pass from the float graph
+/// MatmulToBmmPass leaves to the lowered graph of cortex_m ops:
+/// - aten.bmm (both operands rank 3, equal batch, matching inner dims) becomes
+///   cortex_m.quantized_batch_matmul on a cortex_m.transpose of its rhs;
+/// - the scale MUL (aten.mul.Scalar on an int8 score tensor) becomes
+///   cortex_m.quantized_mul with its scalar materialized as an int8 constant,
+///   or, with `fold`, is folded into the preceding requantization
+///   (FoldScaleIntoQuantizePass, §1.4) when its qparams are proportional;
+/// - aten._softmax / softmax.int over the last dim becomes cortex_m.softmax,
+///   its output fixed at (1/256, -128); with the upstream check, a 4-D input
+///   that "is channels-last" (shape[1] == 1, or shape[2] == shape[3] == 1) is
+///   rejected and stays fp32 (CortexMSoftmaxCheck's quirk);
+/// - view ops on int8 values share their input's qparams (SharedQspecQuantizer);
+/// - a float op reading an int8 value reads it through
+///   cortex_m.dequantize_per_tensor, a quantized op reading a float value
+///   through cortex_m.quantize_per_tensor.
+/// Every qparam comes from a MinMaxObserver over the calibration run
+/// (calibration.h); multiplier and shift from quantize_multiplier_aot. A
+/// float graph that cannot run on its example inputs (a broken rewrite before
+/// it) is left as it is: nothing can be calibrated.
+#include "harness/check/target.h"
+
+namespace sdpa::cortex_m {
+
+struct QuantizerConfig {
+  bool fold = false;                    // decompose+fold
+  bool upstream_softmax_check = true;   // the channels-last quirk of CortexMSoftmaxCheck
+  bool observer_before_mul = false;     // mutant: the MUL's output observer reads its input
+};
+
+/// Whether the CortexMSoftmaxCheck (with or without its quirk) annotates softmax node `n` of `g`.
+bool softmax_annotated(const Graph& g, const Node& n, bool upstream_check);
+
+class QuantizeLowerPass : public Pass {
+ public:
+  explicit QuantizeLowerPass(QuantizerConfig config) : config_(config) {}
+  std::string name() const override { return "cortex-m-quantize-lower"; }
+  using Pass::run;
+  Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override;
+
+ private:
+  QuantizerConfig config_;
+};
+
+}  // namespace sdpa::cortex_m

@@ -1,0 +1,180 @@
+// The quantizer and lowering on an eligible call: the lowered graph's ops and
+// qparams, its exact meaning, the fold, the softmax check's quirk, and the
+// CMSIS refusals as kernel errors.
+#include "backends/cortex_m/quantize_lower_pass.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/common/sdpa_entry.h"
+#include "backends/cortex_m/calibration.h"
+#include "backends/cortex_m/cmsis/lowering_params.h"
+#include "backends/cortex_m/cmsis_kernels.h"
+#include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/decompose_sdpa_pass.h"
+#include "backends/cortex_m/matmul_to_bmm_pass.h"
+#include "harness/check/target.h"
+#include "harness/ir/graph_printer.h"
+#include "harness/ir/graph_verify.h"
+
+namespace sdpa::cortex_m {
+namespace {
+
+Case eligible(int64_t heads = 2) {
+  Case c;
+  c.batch = {SymExpr(2)};
+  c.q_heads = c.kv_heads = heads;
+  c.q_len = 3;
+  c.kv_len = 5;
+  c.head_dim = 8;
+  c.value_dim = 4;
+  c.data.seed = 11;
+  return c;
+}
+
+std::map<std::string, Tensor> inputs(const Case& c) {
+  CaseTensors t = make_case_tensors(c, {});
+  return {{"q", t.q}, {"k", t.k}, {"v", t.v}};
+}
+
+struct Lowered {
+  Graph entry, graph;
+};
+
+Lowered lower(const Case& c, Policy policy, QuantizerConfig cfg = {}) {
+  Lowered l;
+  l.entry = sdpa_entry_graph(c);
+  attach_example_inputs(l.entry, inputs(c));
+  Graph g = DecomposeSdpaPass(policy, std::nullopt).run(l.entry, c.shape_env()).graph;
+  g = MatmulToBmmPass().run(g, {}).graph;
+  cfg.fold = policy == Policy::decompose_fold;
+  l.graph = QuantizeLowerPass(cfg).run(g, {}).graph;
+  return l;
+}
+
+const Node& first(const Graph& g, const std::string& op) {
+  for (const Node& n : g.nodes)
+    if (n.op == op) return n;
+  throw std::runtime_error("no " + op);
+}
+
+TEST(QuantizeLower, EligibleCallLowersToCortexMOps) {
+  Lowered l = lower(eligible(), Policy::decompose);
+  EXPECT_TRUE(verify_graph(l.graph).empty());
+  const std::string text = print_graph(l.graph);
+  EXPECT_EQ(l.graph.count(kBmmOp), 2) << text;
+  EXPECT_EQ(l.graph.count(kMulOp), 1) << text;
+  EXPECT_EQ(l.graph.count(kSoftmaxOp), 1) << text;
+  EXPECT_EQ(l.graph.count(kQuantizeOp), 3) << text;  // q, kᵀ, v
+  EXPECT_EQ(l.graph.count(kDequantizeOp), 1) << text;
+  EXPECT_EQ(l.graph.count(kTransposeOp), 2) << text;
+  EXPECT_EQ(l.graph.count("aten.bmm.default") + l.graph.count("aten._softmax.default"), 0) << text;
+  // The softmax output is fixed at (1/256, -128).
+  const Node& sm = first(l.graph, kSoftmaxOp);
+  EXPECT_EQ(sm.outputs[0].qparams->scale, 1.0 / 256);
+  EXPECT_EQ(sm.outputs[0].qparams->zero_point, -128);
+  // Proportional qparams around the scale MUL.
+  const Node& bmm = first(l.graph, kBmmOp);
+  const Node& mul = first(l.graph, kMulOp);
+  const double c = 1 / std::sqrt(8.0);
+  EXPECT_NEAR(std::get<double>(*mul.kwarg("output_scale")) / (std::get<double>(*bmm.kwarg("output_scale")) * c), 1, 1e-6);
+  EXPECT_EQ(std::get<int64_t>(mul.args[4]), std::get<int64_t>(bmm.args[4]));
+  // The bmm's multiplier and shift are quantize_multiplier_aot(S_l·S_r/S_o).
+  const cmsis::QuantMultiplier qm =
+      cmsis::quantize_multiplier_aot(std::get<double>(*bmm.kwarg("lhs_scale")) * std::get<double>(*bmm.kwarg("rhs_scale")) /
+                                     std::get<double>(*bmm.kwarg("output_scale")));
+  EXPECT_EQ(std::get<int64_t>(bmm.args[5]), qm.multiplier);
+  EXPECT_EQ(std::get<int64_t>(bmm.args[6]), qm.shift);
+}
+
+TEST(QuantizeLower, ExactMeaningOfTheLoweredGraphIsTheFloatSdpa) {
+  for (Policy p : {Policy::decompose, Policy::decompose_fold}) {
+    Case c = eligible();
+    Lowered l = lower(c, p);
+    auto in = inputs(c);
+    const KernelSet exact = exact_cortex_m_kernels();
+    Tensor want = interpret(l.entry, exact, in, {}).outputs[0], got = interpret(l.graph, exact, in, {}).outputs[0];
+    for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data[i], want.data[i], 1e-12) << policy_name(p);
+    // The int8 run is close (a few output steps).
+    Tensor q = interpret(l.graph, cmsis_nn_kernels(), in, {}).outputs[0];
+    for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(q.data[i], want.data[i], 0.1) << policy_name(p);
+  }
+}
+
+TEST(QuantizeLower, FoldRemovesTheMulOnlyForProportionalQparams) {
+  Lowered l = lower(eligible(), Policy::decompose_fold);
+  EXPECT_EQ(l.graph.count(kMulOp), 0) << print_graph(l.graph);
+  const Node& bmm = first(l.graph, kBmmOp);
+  const Node& sm = first(l.graph, kSoftmaxOp);
+  EXPECT_NEAR(std::get<double>(*sm.kwarg("input_scale")) / (std::get<double>(*bmm.kwarg("output_scale")) / std::sqrt(8.0)),
+              1, 1e-6);
+  // With the mutant's observer, the qparams are not proportional: no fold.
+  QuantizerConfig bad;
+  bad.observer_before_mul = true;
+  Lowered m = lower(eligible(), Policy::decompose_fold, bad);
+  EXPECT_EQ(m.graph.count(kMulOp), 1);
+  EXPECT_EQ(std::get<double>(*first(m.graph, kMulOp).kwarg("output_scale")),
+            std::get<double>(*first(m.graph, kMulOp).kwarg("a_scale")));
+  // A negative scale never folds.
+  Case neg = eligible();
+  neg.scale = -0.2;
+  EXPECT_EQ(lower(neg, Policy::decompose_fold).graph.count(kMulOp), 1);
+}
+
+TEST(QuantizeLower, UpstreamSoftmaxCheckRejectsAChannelsLastScoreTensor) {
+  Case one_head = eligible(1);  // scores [2, 1, 3, 5]: "channels-last"
+  Lowered up = lower(one_head, Policy::decompose);
+  EXPECT_EQ(up.graph.count(kSoftmaxOp), 0);
+  EXPECT_EQ(up.graph.count("aten._softmax.default"), 1);
+  QuantizerConfig last;
+  last.upstream_softmax_check = false;
+  EXPECT_EQ(lower(one_head, Policy::decompose, last).graph.count(kSoftmaxOp), 1);
+  EXPECT_EQ(lower(eligible(2), Policy::decompose).graph.count(kSoftmaxOp), 1);
+}
+
+TEST(QuantizeLower, MinMaxObserver) {
+  Tensor t(DType::f32, {4});
+  t.data = {-1.0, 0.5, 2.0, 3.0};
+  QParams q = minmax_qparams(t);
+  EXPECT_DOUBLE_EQ(q.scale, 4.0 / 255);
+  EXPECT_EQ(q.zero_point, -128 - static_cast<int64_t>(std::nearbyint(-1.0 / (4.0 / 255))));
+  t.data = {0, 0, 0, 0};
+  EXPECT_EQ(minmax_qparams(t).scale, static_cast<double>(std::numeric_limits<float>::epsilon()));
+}
+
+// CMSIS refusals: an out-of-range shift aborts (fatal), a softmax row of 512
+// equal values is undefined behaviour (recoverable); both name kernel and operand.
+TEST(QuantizeLower, CmsisRefusalsAreKernelErrorsNamingKernelAndOperand) {
+  Graph g;
+  ValueRef a = g.placeholder("a", {DType::i8, {1, 1, 2}, QParams{}});
+  ValueRef b = g.placeholder("b", {DType::i8, {1, 1, 2}, QParams{}});
+  g.outputs = {g.call(kBmmOp, {a, int64_t{0}, b, int64_t{0}, int64_t{0}, int64_t{1 << 30}, int64_t{40}},
+                      {{"lhs_scale", 1.0}, {"rhs_scale", 1.0}, {"output_scale", 1.0}}, {{DType::i8, {1, 1, 1}, QParams{}}})};
+  Tensor x(DType::i8, {1, 1, 2});
+  x.qparams = QParams{};
+  try {
+    interpret(g, cmsis_nn_kernels(), {{"a", x}, {"b", x}}, {});
+    ADD_FAILURE() << "not refused";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.kind, KernelError::Kind::fatal);
+    EXPECT_NE(std::string(e.what()).find("validate_single_quant_params: shift"), std::string::npos) << e.what();
+  }
+  Graph s;
+  ValueRef r = s.placeholder("x", {DType::i8, {1, 512}, QParams{}});
+  const cmsis::SoftmaxParams p = cmsis::softmax_params(0.1);
+  s.outputs = {s.call(kSoftmaxOp, {r, int64_t{-1}, int64_t{0}, int64_t{-128}, int64_t{p.mult}, int64_t{p.shift}, p.diff_min},
+                      {{"input_scale", 0.1}}, {{DType::i8, {1, 512}, QParams{1.0 / 256, -128}}})};
+  Tensor row(DType::i8, {1, 512}, 3.0);
+  try {
+    interpret(s, cmsis_nn_kernels(), {{"x", row}}, {});
+    ADD_FAILURE() << "not refused";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
+    EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_softmax_s8: bits_over_unit"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sdpa::cortex_m

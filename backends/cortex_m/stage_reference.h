@@ -1,0 +1,25 @@
+#pragma once
+/// The int8 stage reference (NUMERICS.md "Int8 pipelines"): each int8 stage of
+/// a lowered graph, run on the cmsis-nn kernels, against a twin computed from
+/// the stage's own int8 inputs:
+///  - its fake-quantized twin, clamp(round_half_even(real result / S_out) + Z_out):
+///    within 1 LSB for quantized_batch_matmul and quantized_mul, 2 LSB for softmax;
+///  - for bmm and mul, the AOT reference that ExecuTorch's tests hold the kernels
+///    to, requantize_cmsis (passes_utils.py, double rounding): bit-exact.
+#include <optional>
+#include <string>
+
+#include "harness/ir/interpreter.h"
+
+namespace sdpa::cortex_m {
+
+/// requantize_cmsis(acc, M, s): (acc·2^max(s,0)·M + 2^30) >> 31 (floor), then
+/// divided by 2^max(-s,0) rounding half away from zero, in unbounded integers.
+int64_t requantize_cmsis(int64_t acc, int64_t multiplier, int64_t shift);
+
+/// The first stage of `g` (in graph order) whose output in `run` (all values
+/// kept) leaves its bound, in words naming the node, the element and both
+/// values; none when every stage holds.
+std::optional<std::string> first_stage_out_of_bound(const Graph& g, const Execution& run);
+
+}  // namespace sdpa::cortex_m

@@ -1,0 +1,74 @@
+// The stage reference: requantize_cmsis's golden values (§2.1, §5.5), its
+// agreement with the arm_nn_requantize model and its disagreement with single
+// rounding; a lowered graph on cmsis-nn holds every stage bound.
+#include "backends/cortex_m/stage_reference.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backends/common/sdpa_entry.h"
+#include "backends/cortex_m/calibration.h"
+#include "backends/cortex_m/cmsis/requantize.h"
+#include "backends/cortex_m/cmsis_kernels.h"
+#include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/decompose_sdpa_pass.h"
+#include "backends/cortex_m/matmul_to_bmm_pass.h"
+#include "backends/cortex_m/quantize_lower_pass.h"
+
+namespace sdpa::cortex_m {
+namespace {
+
+TEST(StageReference, RequantizeCmsisGoldenValues) {
+  const std::vector<int64_t> in{-5, -3, -1, 1, 3, 5}, want{-2, -1, 0, 1, 2, 3};
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(requantize_cmsis(in[i], 1 << 30, 0), want[i]) << in[i];
+  EXPECT_EQ(requantize_cmsis(2, 1 << 30, -1), 1);
+  EXPECT_EQ(requantize_cmsis(-2, 1 << 30, -1), -1);
+  // Single rounding rounds -0.5 up to 0: the one difference the mutant shows.
+  EXPECT_EQ(cmsis::requantize_in("k", "v", -2, 1 << 30, -1, cmsis::Rounding::single_rounding), 0);
+}
+
+TEST(StageReference, RequantizeCmsisMirrorsTheKernelModel) {
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int32_t> value(-100000, 100000), mult(1 << 30, 2147483647), shift(-20, 3);
+  for (int i = 0; i < 20000; ++i) {
+    const int32_t v = value(rng), m = mult(rng), s = shift(rng);
+    ASSERT_EQ(requantize_cmsis(v, m, s), cmsis::requantize(v, m, s)) << v << " " << m << " " << s;
+  }
+}
+
+Graph lowered(const Case& c, const std::map<std::string, Tensor>& in) {
+  Graph g = sdpa_entry_graph(c);
+  attach_example_inputs(g, in);
+  g = DecomposeSdpaPass(Policy::decompose, std::nullopt).run(g, c.shape_env()).graph;
+  g = MatmulToBmmPass().run(g, {}).graph;
+  return QuantizeLowerPass({}).run(g, {}).graph;
+}
+
+TEST(StageReference, DoubleRoundingHoldsAndSingleRoundingIsNamed) {
+  bool caught = false;
+  for (uint64_t seed = 1; seed < 40 && !caught; ++seed) {
+    Case c;
+    c.batch = {SymExpr(2)};
+    c.q_heads = c.kv_heads = 2;
+    c.q_len = 4;
+    c.kv_len = 6;
+    c.head_dim = c.value_dim = 8;
+    c.data.seed = seed;
+    CaseTensors t = make_case_tensors(c, {});
+    std::map<std::string, Tensor> in{{"q", t.q}, {"k", t.k}, {"v", t.v}};
+    Graph g = lowered(c, in);
+    Execution good = interpret(g, cmsis_nn_kernels(), in, {}, true);
+    EXPECT_EQ(first_stage_out_of_bound(g, good), std::nullopt) << seed;
+    Execution bad = interpret(g, cmsis_nn_kernels(cmsis::Rounding::single_rounding), in, {}, true);
+    if (auto breach = first_stage_out_of_bound(g, bad)) {
+      caught = true;
+      EXPECT_NE(breach->find("requantize_cmsis"), std::string::npos) << *breach;
+      EXPECT_EQ(breach->rfind("stage %", 0), 0u) << *breach;
+    }
+  }
+  EXPECT_TRUE(caught);
+}
+
+}  // namespace
+}  // namespace sdpa::cortex_m
