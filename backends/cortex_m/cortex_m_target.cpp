@@ -160,8 +160,13 @@ class CortexMFactory : public TargetFactory {
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;
     for (const auto& [name, what] : mutant_table()) out.push_back({name, {{"mutant", name}}, what});
+    // The case space draws only fp32, static, rank >= 3 calls with equal
+    // leading dims: weakening those rules has no consequence a campaign can
+    // reach (the pass tests cover them), so only these four are mutants.
     for (const auto& [rule, name] : guard_rules())
-      out.push_back({"weaken-" + name, {{"weaken", name}}, "the decompose guard without its " + name + " rule"});
+      if (rule == GuardRule::no_mask || rule == GuardRule::not_causal || rule == GuardRule::no_dropout ||
+          rule == GuardRule::equal_heads)
+        out.push_back({"weaken-" + name, {{"weaken", name}}, "the decompose guard without its " + name + " rule"});
     return out;
   }
   std::unique_ptr<Target> make(const Options& options) const override {

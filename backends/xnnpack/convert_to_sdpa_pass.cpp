@@ -1,0 +1,71 @@
+#include "backends/xnnpack/convert_to_sdpa_pass.h"
+
+#include <cmath>
+#include <set>
+
+#include "backends/common/sdpa_entry.h"
+
+namespace sdpa::xnnpack {
+
+std::string mask_rank_message(int64_t rank) {
+  return "Mask rank is not 2 (ConvertToSDPAPass's assert_2d_mask raises and aborts the pass; the matched mask has rank " +
+         std::to_string(rank) + ")";
+}
+
+std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, ScaleRecovery r) {
+  // The first mul.Scalar of the match (q's: the nodes_map order is UNVERIFIED;
+  // both literals have the same magnitude in the pattern graphs).
+  const Node& mul = g.nodes.at(m.scalar_muls.at(0));
+  const auto* literal = std::get_if<double>(&mul.args[1]);
+  if (!literal) return std::nullopt;  // not a Python float: get_scale breaks and returns None
+  // torch.tensor(v, dtype).item() ** 2, in Python double.
+  const DType t = mul.outputs[0].dtype;
+  const double rounded = round_to(t, *literal);
+  double scale = rounded * rounded;
+  if (r == ScaleRecovery::one_ulp_up) scale += ulp(t, scale);
+  return scale;
+}
+
+Pass::Result ConvertToSDPAPass::run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const {
+  Result result;
+  std::vector<std::pair<SdpaPatternMatch, double>> rewrites;
+  for (const auto& m : match_sdpa_pattern(g)) {
+    const Node& out = g.nodes[m.output];
+    GuardContext guard(env, "%" + out.name);
+    guard.rule("pattern", true, std::string("sdpa pattern graph: ") + sdpa_pattern_description());
+    const std::optional<double> scale = recover_scale(g, m, recovery_);
+    if (!scale) throw ConvertToSdpaError("AssertionError: Could not find scale");
+    const Node& first = g.nodes[m.scalar_muls[0]];
+    guard.rule("scale", true,
+               "%" + first.name + " literal " + std::to_string(std::get<double>(first.args[1])) + " rounded to " +
+                   dtype_name(first.outputs[0].dtype) + " and squared: " + std::to_string(*scale));
+    const int64_t rank = static_cast<int64_t>(g.info(m.mask).shape.size());
+    if (rank != 2) throw ConvertToSdpaError(mask_rank_message(rank));
+    guard.rule("mask-rank-2", true, "the matched mask has rank 2");
+    Decision d = guard.finish();
+    d.forced = !d.rewrite && control.rewrites(d);
+    result.decisions.push_back(d);
+    if (control.rewrites(d)) rewrites.push_back({m, *scale});
+  }
+  std::set<int> dropped;  // the matched nodes, dead once the output is replaced
+  for (const auto& [m, s] : rewrites) dropped.insert(m.nodes.begin(), m.nodes.end());
+  GraphRewriter rw(g);
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& n = g.nodes[i];
+    const std::pair<SdpaPatternMatch, double>* r = nullptr;
+    for (const auto& x : rewrites)
+      if (x.first.output == i) r = &x;
+    if (r) {
+      const SdpaPatternMatch& m = r->first;
+      ValueRef sdpa = rw.out().call(kSdpaOp, {rw.map(m.q), rw.map(m.k), rw.map(m.v), rw.map(m.mask)},
+                                    {{"scale", r->second}}, n.outputs, "scaled_dot_product_attention");
+      rw.replace(n, {sdpa});
+    } else if (!dropped.count(i)) {
+      rw.copy(n);
+    }
+  }
+  result.graph = rw.finish();
+  return result;
+}
+
+}  // namespace sdpa::xnnpack

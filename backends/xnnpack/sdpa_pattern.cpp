@@ -1,0 +1,106 @@
+#include "backends/xnnpack/sdpa_pattern.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "backends/xnnpack/pattern_entry.h"
+
+namespace sdpa::xnnpack {
+
+const char* sdpa_pattern_description() {
+  return "view_copy(bmm(view_copy(expand_copy(_safe_softmax(add(view_copy(bmm(view_copy(expand_copy(mul.Scalar(q))), "
+         "view_copy(expand_copy(mul.Scalar(permute_copy(k)))))), mask)))), view_copy(expand_copy(v))))";
+}
+
+namespace {
+
+// Walks the pattern backward from a candidate output, recording each node.
+class Walk {
+ public:
+  Walk(const Graph& g, SdpaPatternMatch& m) : g_(g), m_(m) {}
+
+  // The node that argument `arg` of node `at` reads, when it calls `op`.
+  std::optional<int> take(int at, size_t arg, const char* op) {
+    const Node& n = g_.nodes[at];
+    if (arg >= n.args.size()) return std::nullopt;
+    const auto* ref = std::get_if<ValueRef>(&n.args[arg]);
+    if (!ref || ref->output != 0 || g_.nodes[ref->node].op != op) return std::nullopt;
+    m_.nodes.push_back(ref->node);
+    return ref->node;
+  }
+  // A pattern placeholder: binds whatever value argument `arg` reads.
+  bool bind(int at, size_t arg, ValueRef& out) {
+    const Node& n = g_.nodes[at];
+    if (arg >= n.args.size()) return false;
+    const auto* ref = std::get_if<ValueRef>(&n.args[arg]);
+    if (!ref) return false;
+    out = *ref;
+    return true;
+  }
+
+ private:
+  const Graph& g_;
+  SdpaPatternMatch& m_;
+};
+
+// view_copy(expand_copy(x)) before a bmm operand; returns the expand_copy.
+std::optional<int> operand(Walk& w, int bmm, size_t arg) {
+  auto view = w.take(bmm, arg, kViewCopy);
+  return view ? w.take(*view, 0, kExpandCopy) : std::nullopt;
+}
+
+std::optional<SdpaPatternMatch> match_at(const Graph& g, int out) {
+  SdpaPatternMatch m;
+  m.output = out;
+  if (g.nodes[out].op != kViewCopy) return std::nullopt;
+  m.nodes.push_back(out);
+  Walk w(g, m);
+  auto pv_bmm = w.take(out, 0, kBmm);
+  if (!pv_bmm) return std::nullopt;
+  auto p_expand = operand(w, *pv_bmm, 0);
+  auto softmax = p_expand ? w.take(*p_expand, 0, kSafeSoftmax) : std::nullopt;
+  auto add = softmax ? w.take(*softmax, 0, kAddTensor) : std::nullopt;
+  auto scores = add ? w.take(*add, 0, kViewCopy) : std::nullopt;
+  auto qk_bmm = scores ? w.take(*scores, 0, kBmm) : std::nullopt;
+  auto q_expand = qk_bmm ? operand(w, *qk_bmm, 0) : std::nullopt;
+  auto q_mul = q_expand ? w.take(*q_expand, 0, kMulScalar) : std::nullopt;
+  auto k_expand = q_mul ? operand(w, *qk_bmm, 1) : std::nullopt;
+  auto k_mul = k_expand ? w.take(*k_expand, 0, kMulScalar) : std::nullopt;
+  auto k_permute = k_mul ? w.take(*k_mul, 0, kPermuteCopy) : std::nullopt;
+  auto v_expand = k_permute ? operand(w, *pv_bmm, 1) : std::nullopt;
+  if (!v_expand || !w.bind(*q_mul, 0, m.q) || !w.bind(*k_permute, 0, m.k) || !w.bind(*v_expand, 0, m.v) ||
+      !w.bind(*add, 1, m.mask))
+    return std::nullopt;
+  // A scalar MUL holds exactly (tensor, literal); any literal matches.
+  for (int mul : {*q_mul, *k_mul})
+    if (g.nodes[mul].args.size() != 2 || std::holds_alternative<ValueRef>(g.nodes[mul].args[1])) return std::nullopt;
+  m.scalar_muls = {*q_mul, *k_mul};
+  // SubgraphMatcher rejects a match whose interior value is read outside it.
+  const std::set<int> inside(m.nodes.begin(), m.nodes.end());
+  for (int n : m.nodes) {
+    if (n == out) continue;
+    for (int user : g.users(n))
+      if (!inside.count(user)) return std::nullopt;
+    for (const auto& o : g.outputs)
+      if (o.node == n) return std::nullopt;
+  }
+  return m;
+}
+
+}  // namespace
+
+std::vector<SdpaPatternMatch> match_sdpa_pattern(const Graph& g) {
+  std::vector<SdpaPatternMatch> out;
+  std::set<int> taken;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    auto m = match_at(g, i);
+    if (!m) continue;
+    if (std::any_of(m->nodes.begin(), m->nodes.end(), [&](int n) { return taken.count(n) > 0; })) continue;
+    taken.insert(m->nodes.begin(), m->nodes.end());
+    out.push_back(*m);
+  }
+  return out;
+}
+
+}  // namespace sdpa::xnnpack

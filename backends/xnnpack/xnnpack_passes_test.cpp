@@ -1,0 +1,167 @@
+// LiftConstantScalarOperandsPass and ConvertToSDPAPass on each entry
+// variant: what each pass matched and rewrote, the upstream scale recovery
+// (semantics/cortex-m-and-xnnpack.md §5, properties 16 and 17), and the
+// pass-order property.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "backends/all_targets.h"
+#include "backends/common/sdpa_entry.h"
+#include "backends/xnnpack/convert_to_sdpa_pass.h"
+#include "backends/xnnpack/lift_scalars_pass.h"
+#include "backends/xnnpack/pattern_entry.h"
+#include "backends/xnnpack/test_cases.h"
+
+namespace sdpa::xnnpack {
+namespace {
+
+using testing::masked_call;
+using testing::with_variant;
+
+double sdpa_scale(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.op == kSdpaOp) return std::get<double>(*n.kwarg("scale"));
+  ADD_FAILURE() << "no SDPA node";
+  return NAN;
+}
+
+Graph convert(const Case& c) { return ConvertToSDPAPass().run(pattern_entry_graph(c), c.shape_env()).graph; }
+
+TEST(XnnpackLift, AScalarMulBecomesAMulTensorOfA0DimConstant) {
+  Graph g;
+  ValueRef x = g.placeholder("x", {DType::f32, {SymExpr(2), SymExpr(3)}});
+  ValueRef m = g.call(kMulScalar, {x, 0.5}, {}, {{DType::f32, {SymExpr(2), SymExpr(3)}}});
+  g.outputs = {g.call("aten.add.Scalar", {m, 1.0}, {}, {{DType::f32, {SymExpr(2), SymExpr(3)}}})};
+  Pass::Result r = LiftConstantScalarOperandsPass().run(g, ShapeEnv());
+  EXPECT_EQ(r.graph.count(kMulScalar), 0);
+  EXPECT_EQ(r.graph.count(kMulTensor), 1);
+  EXPECT_EQ(r.graph.count("aten.add.Scalar"), 1) << "add.Scalar is not in the map";
+  ASSERT_EQ(r.graph.constants.count("_tensor_constant_0"), 1u);
+  const Tensor& c = r.graph.constants.at("_tensor_constant_0");
+  EXPECT_TRUE(c.shape.empty());
+  EXPECT_EQ(c.data, std::vector<double>{0.5});
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_TRUE(r.decisions[0].rewrite);
+}
+
+TEST(XnnpackLift, KeepsTheMulsThatFeedTheQkBmmThroughCopies) {
+  Pass::Result r = LiftConstantScalarOperandsPass().run(pattern_entry_graph(masked_call()), ShapeEnv());
+  EXPECT_EQ(r.graph.count(kMulScalar), 2);
+  EXPECT_EQ(r.graph.count(kMulTensor), 0);
+  ASSERT_EQ(r.decisions.size(), 2u);
+  for (const auto& d : r.decisions) {
+    EXPECT_FALSE(d.rewrite);
+    EXPECT_EQ(d.deciding_rule, "not-feeding-qk-bmm");
+  }
+}
+
+TEST(XnnpackLift, AClonedMulIsLiftedTheGuardDoesNotSeeThroughClone) {
+  Pass::Result r = LiftConstantScalarOperandsPass().run(pattern_entry_graph(with_variant(masked_call(), "qk-clone")),
+                                                        ShapeEnv());
+  EXPECT_EQ(r.graph.count(kMulScalar), 1);  // k's
+  EXPECT_EQ(r.graph.count(kMulTensor), 1);  // q's, behind the clone
+}
+
+TEST(XnnpackConvert, RecoversTheUpstreamScaleOfProperty16) {
+  EXPECT_EQ(sdpa_scale(convert(masked_call(64))), 0.12499999572143228);
+  EXPECT_EQ(sdpa_scale(convert(masked_call(64, DType::f16))), 0.12497329711914062);
+  EXPECT_EQ(sdpa_scale(convert(masked_call(16))), 0.25);
+  Case negative = masked_call(16);
+  negative.scale = -0.25;
+  EXPECT_EQ(sdpa_scale(convert(negative)), 0.25) << "squaring loses the sign";
+}
+
+TEST(XnnpackConvert, ReplacesThePatternWithOneSdpaAndRecordsTheDecision) {
+  Pass::Result r = ConvertToSDPAPass().run(pattern_entry_graph(masked_call()), ShapeEnv());
+  EXPECT_EQ(r.graph.count(kSdpaOp), 1);
+  EXPECT_EQ(r.graph.count(kBmm), 0);
+  EXPECT_EQ(r.graph.count(kMulScalar), 0);
+  EXPECT_EQ(r.graph.nodes.size(), 5u) << "q, k, v, attn_mask and the SDPA";
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_TRUE(r.decisions[0].rewrite);
+  EXPECT_EQ(r.decisions[0].rules.size(), 3u);
+}
+
+TEST(XnnpackConvert, AMatchedMaskOfRankOtherThan2RaisesAndTheTargetRefusesTheCase) {
+  Case c = masked_call();
+  c.mask->shape = {SymExpr(1), SymExpr(2), SymExpr(3), SymExpr(4)};
+  try {
+    convert(c);
+    FAIL();
+  } catch (const ConvertToSdpaError& e) {
+    EXPECT_NE(std::string(e.what()).find("Mask rank is not 2"), std::string::npos) << e.what();
+  }
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto why = registry.make("xnnpack", {})->refuses(c);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("Mask rank is not 2"), std::string::npos) << *why;
+  EXPECT_FALSE(registry.make("xnnpack", {})->refuses(with_variant(c, "scores"))) << "no match, no raise";
+}
+
+// What the two passes do with each variant, reported per variant.
+TEST(XnnpackPasses, WhatEachVariantKeepsLiftsAndConverts) {
+  struct Expect {
+    int muls_kept, muls_lifted, converted;
+  };
+  const std::map<std::string, Expect> expected = {
+      {"qk", {2, 0, 1}},         {"qk-no-expand", {2, 0, 0}}, {"q", {1, 0, 0}},          {"scores", {0, 1, 0}},
+      {"qk-clone", {1, 1, 0}},   {"qk-transpose", {1, 1, 0}}, {"qk-to-copy", {1, 1, 0}},
+  };
+  for (const auto& v : pattern_variants()) {
+    const Case c = with_variant(masked_call(), v.name);
+    const Graph g0 = pattern_entry_graph(c);
+    Pass::Result lifted = LiftConstantScalarOperandsPass().run(g0, c.shape_env());
+    Pass::Result converted = ConvertToSDPAPass().run(lifted.graph, c.shape_env());
+    int kept = 0, lifted_n = 0;
+    for (const auto& d : lifted.decisions) (d.rewrite ? lifted_n : kept) += 1;
+    const size_t before = match_sdpa_pattern(g0).size();
+    std::printf("%-13s matched before lift %zu, after %zu; MULs kept %d, lifted %d; SDPA %d\n", v.name.c_str(), before,
+                match_sdpa_pattern(lifted.graph).size(), kept, lifted_n, converted.graph.count(kSdpaOp));
+    const Expect& e = expected.at(v.name);
+    EXPECT_EQ(kept, e.muls_kept) << v.name;
+    EXPECT_EQ(lifted_n, e.muls_lifted) << v.name;
+    EXPECT_EQ(converted.graph.count(kSdpaOp), e.converted) << v.name;
+    EXPECT_EQ(static_cast<int>(before), e.converted) << v.name << ": the upstream lift never breaks a match";
+  }
+}
+
+TEST(XnnpackPasses, AnUnguardedLiftBreaksThePatternAndTheInvariantSaysSo) {
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto target = registry.make("xnnpack", {{"mutant", "lift-unguarded"}});
+  const Case c = masked_call(16);
+  const Graph g0 = target->entry(c);
+  Graph g = g0;
+  for (const Pass* p : target->passes()) g = p->run(g, c.shape_env()).graph;
+  EXPECT_EQ(g.count(kSdpaOp), 0);
+  auto broken = target->invariants(c, g0, g);
+  ASSERT_EQ(broken.size(), 1u);
+  EXPECT_NE(broken[0].find("pass order"), std::string::npos) << broken[0];
+  // The guarded lift keeps the pattern: no invariant broken for E = 16.
+  auto sound = registry.make("xnnpack", {});
+  Graph h = g0;
+  for (const Pass* p : sound->passes()) h = p->run(h, c.shape_env()).graph;
+  EXPECT_TRUE(sound->invariants(c, g0, h).empty()) << sound->invariants(c, g0, h)[0];
+}
+
+TEST(XnnpackPasses, TheRecoveredScaleIsComparedWithTheCallsInUlpsAndSign) {
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto target = registry.make("xnnpack", {});
+  const Case c = masked_call(64);  // 0.12499999572143228 rounds to 0x3DFFFFFF: 1 ulp below 0.125
+  const Graph g0 = target->entry(c);
+  auto broken = target->invariants(c, g0, convert(c));
+  ASSERT_EQ(broken.size(), 1u);
+  EXPECT_NE(broken[0].find("-1 ulp of f32"), std::string::npos) << broken[0];
+  Case negative = masked_call(16);
+  negative.scale = -0.25;
+  broken = target->invariants(negative, target->entry(negative), convert(negative));
+  ASSERT_EQ(broken.size(), 1u);
+  EXPECT_NE(broken[0].find("sign lost"), std::string::npos) << broken[0];
+}
+
+}  // namespace
+}  // namespace sdpa::xnnpack

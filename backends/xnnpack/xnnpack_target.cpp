@@ -1,0 +1,218 @@
+#include "backends/xnnpack/xnnpack_target.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/common/sdpa_entry.h"
+#include "backends/xnnpack/convert_to_sdpa_pass.h"
+#include "backends/xnnpack/lift_scalars_pass.h"
+#include "backends/xnnpack/pattern_entry.h"
+#include "backends/xnnpack/sdpa_pattern.h"
+#include "backends/xnnpack/xnnpack_kernels.h"
+
+namespace sdpa::xnnpack {
+namespace {
+
+constexpr const char* kFullyMaskedNan = "fully-masked-row-nan";
+
+std::string number(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+DType graph_dtype(const Graph& g) { return g.info(g.outputs.at(0)).dtype; }
+
+class XnnpackTarget : public Target {
+ public:
+  explicit XnnpackTarget(Options o)
+      : options_(std::move(o)),
+        lift_(options_.at("mutant") != "lift-unguarded"),
+        convert_(options_.at("mutant") == "recovery-one-ulp" ? ScaleRecovery::one_ulp_up : ScaleRecovery::upstream),
+        xnnpack_(make_xnnpack_kernels()),
+        exact_(make_edge_reference_kernels("exact", Numerics::exact)),
+        naive_(make_edge_reference_kernels("naive", Numerics::naive)) {}
+
+  std::string name() const override { return "xnnpack"; }
+  const Options& options() const override { return options_; }
+
+  CaseSpace case_space() const override {
+    CaseSpace s;
+    s.dtypes = {DType::f32, DType::f16};
+    s.bshd_layout = false;
+    s.dropout = false;
+    s.max_batch_rank = 2;
+    s.batch_rank_weights = {1, 4, 1};  // 3-D [H, L, D], mostly 4-D [B, H, L, D]
+    if (options_.at("entry") == "pattern") {
+      s.variants = {{"qk", 1}};
+    } else {
+      for (const auto& v : pattern_variants()) s.variants.push_back({v.name, v.name == "qk" ? 6.0 : 1.0});
+    }
+    return s;
+  }
+
+  std::optional<std::string> refuses(const Case& c) const override {
+    if (c.dtype != DType::f32 && c.dtype != DType::f16)
+      return std::string("the XNNPACK pattern graphs are fp32 and fp16");
+    if (c.layout != Layout::bhsd || !(c.start_pos == SymExpr(0)) || c.dropout_p > 0 || c.is_causal)
+      return std::string("the traced pattern is a [..., H, L, D] call without causal, dropout or KV-cache position");
+    if (c.kv_heads != c.q_heads && c.kv_heads != 1)
+      return std::string("the traced pattern broadcasts one key/value head or none (grouped heads trace to repeat_interleave)");
+    if (c.mask && c.mask->dtype != DType::b8 && c.mask->dtype != c.dtype)
+      return std::string("an additive mask must have the call's dtype (the pattern's add and XNNPACK take one dtype)");
+    // ConvertToSDPAPass raises on a matched mask of rank != 2 (the pass aborts).
+    if (c.mask) {
+      Graph g = entry(c);
+      if (options_.at("guard") == "lift") g = lift_.run(g, c.shape_env()).graph;
+      for (const auto& m : match_sdpa_pattern(g))
+        if (g.info(m.mask).shape.size() != 2) return mask_rank_message(static_cast<int64_t>(g.info(m.mask).shape.size()));
+    }
+    return std::nullopt;
+  }
+
+  Graph entry(const Case& c) const override { return pattern_entry_graph(c); }
+
+  // The traced graph multiplies by its f32 literals: it means their product.
+  Case meaning(const Case& c) const override {
+    Case m = c;
+    m.scale = traced_scale(c);
+    return m;
+  }
+
+  // "scale": a converted SDPA's scale keyword, else the product of the
+  // graph's scalar factors (literals and lifted 0-dim constants).
+  std::vector<GraphConstant> constants(const Graph& g) const override {
+    const DType t = graph_dtype(g);
+    std::vector<GraphConstant> out;
+    for (const Node& n : g.nodes)
+      if (n.op == kSdpaOp)
+        if (const Arg* s = n.kwarg("scale"); s && std::holds_alternative<double>(*s))
+          out.push_back({"scale", std::get<double>(*s), t, n.name, "scale", -1});
+    if (!out.empty()) return out;
+    double product = 1.0;
+    int factors = 0;
+    GraphConstant only{"scale", 0.0, t};
+    for (const Node& n : g.nodes) {
+      if (n.op == kMulScalar && n.args.size() == 2 && std::holds_alternative<double>(n.args[1])) {
+        product *= std::get<double>(n.args[1]);
+        only.node = n.name;
+        only.arg = 1;
+        ++factors;
+      } else if (n.op == kMulTensor && n.args.size() == 2) {
+        const auto* c = std::get_if<ValueRef>(&n.args[1]);
+        if (!c || g.nodes[c->node].op != "get_attr") continue;
+        const Tensor& value = g.constants.at(std::get<std::string>(g.nodes[c->node].args[0]));
+        if (value.numel() != 1) continue;
+        product *= value.data[0];
+        only.node.clear();  // a buffer: nothing to put a value back into
+        ++factors;
+      }
+    }
+    if (factors == 0) return {};
+    only.value = product;
+    if (factors > 1) only.node.clear();
+    return {only};
+  }
+
+  std::vector<const Pass*> passes() const override {
+    if (options_.at("guard") == "lift") return {&lift_, &convert_};
+    return {&convert_};
+  }
+
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    return {{&xnnpack_, {DType::f32, DType::f16},
+             "real XNNPACK (bmm via fully-connected, f32 softmax, multiply), XNNPACK SDPA operator model, "
+             "portable kernels for the rest",
+             xnnpack_numerics}};
+  }
+  const KernelSet& exact_kernels() const override { return exact_; }
+  const KernelSet& baseline_kernels() const override { return naive_; }
+
+  // The pass-order property (every pattern that matched before the lift is
+  // converted), and the recovered scale against the call's, in ulps and sign.
+  std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
+    std::vector<std::string> out;
+    const size_t matched = match_sdpa_pattern(before).size();
+    const size_t converted = static_cast<size_t>(after.count(kSdpaOp));
+    if (converted < matched)
+      out.push_back("pass order: " + std::to_string(matched - converted) + " of " + std::to_string(matched) +
+                    " SDPA pattern match(es) of the entry graph not converted after LiftConstantScalarOperandsPass");
+    const double truth = c.effective_scale();
+    const DType t = graph_dtype(after);
+    for (const Node& n : after.nodes) {
+      if (n.op != kSdpaOp) continue;
+      const Arg* s = n.kwarg("scale");
+      if (!s || !std::holds_alternative<double>(*s)) continue;
+      const double got = std::get<double>(*s);
+      if (truth != 0.0 && std::signbit(got) != std::signbit(truth)) {
+        out.push_back("scale not recovered: %" + n.name + " has scale " + number(got) + ", the call " +
+                      number(truth) + " (sign lost)");
+        continue;
+      }
+      // Steps of the dtype's grid between the two, counted at the smaller
+      // magnitude (below a power of two the grid is twice as fine).
+      const double a = round_to(t, got), b = round_to(t, truth);
+      const double ulps = (a - b) / ulp(t, std::min(std::fabs(a), std::fabs(b)));
+      if (ulps != 0.0)
+        out.push_back("scale not recovered: %" + n.name + " has scale " + number(got) + " (" +
+                      number(round_to(t, got)) + " in " + dtype_name(t) + "), the call " + number(truth) + ": " +
+                      number(ulps) + " ulp of " + dtype_name(t));
+    }
+    return out;
+  }
+
+  std::vector<DeclaredDivergence> divergences() const override {
+    return {{kFullyMaskedNan,
+             "XNNPACK's SDPA operator gives NaN for a row whose every logit is -inf (m = -inf, S - m = NaN); "
+             "aten gives 0 (semantics §4.3)"}};
+  }
+  std::optional<std::string> explains_nan(const Case&, const CaseTensors&, const Golden& g,
+                                          const std::vector<int64_t>& rows,
+                                          const std::string& kernel_set) const override {
+    if (kernel_set != "xnnpack") return std::nullopt;
+    for (int64_t r : rows)
+      if (!g.fully_masked.at(static_cast<size_t>(r))) return std::nullopt;
+    return std::string(kFullyMaskedNan);
+  }
+
+ private:
+  Options options_;
+  LiftConstantScalarOperandsPass lift_;
+  ConvertToSDPAPass convert_;
+  KernelSet xnnpack_, exact_, naive_;
+};
+
+class XnnpackFactory : public TargetFactory {
+ public:
+  std::string name() const override { return "xnnpack"; }
+  std::string description() const override {
+    return "ExecuTorch XNNPACK backend: traced attention patterns through LiftConstantScalarOperandsPass and "
+           "ConvertToSDPAPass, on the real XNNPACK library";
+  }
+  std::vector<OptionSpec> option_specs() const override {
+    return {{"guard", {"none", "lift"}, "lift",
+             "none: ConvertToSDPAPass alone (snapshot main); lift: LiftConstantScalarOperandsPass (PR #20515) "
+             "before it"},
+            {"entry", {"pattern", "all"}, "all",
+             "pattern: the partitioner's pattern graph form only (variant qk); all: every variant (scale on q or "
+             "on the scores, no-op expands removed, a clone / transpose / _to_copy between a MUL and its bmm)"},
+            {"mutant", {"none", "recovery-one-ulp", "lift-unguarded"}, "none",
+             "a deliberately wrong pass (self-tests): the recovered scale one ulp up, or the lift without its "
+             "_feeds_sdpa_qk_bmm guard"}};
+  }
+  std::vector<MutantSpec> mutants() const override {
+    return {{"recovery-one-ulp", {{"mutant", "recovery-one-ulp"}, {"entry", "pattern"}},
+             "ConvertToSDPAPass recovers a scale one ulp of the graph dtype too large"},
+            {"lift-unguarded", {{"mutant", "lift-unguarded"}, {"guard", "lift"}, {"entry", "pattern"}},
+             "LiftConstantScalarOperandsPass lifts the scale MULs the SDPA pattern needs"}};
+  }
+  std::unique_ptr<Target> make(const Options& options) const override {
+    return std::make_unique<XnnpackTarget>(options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TargetFactory> make_factory() { return std::make_unique<XnnpackFactory>(); }
+
+}  // namespace sdpa::xnnpack
