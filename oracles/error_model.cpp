@@ -147,9 +147,17 @@ RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
   return b;
 }
 
+// The smallest normal value of t: below it a kernel's exp may flush to 0
+// (XNNPACK's f32 exp does below -87.3) or lose relative precision.
+double smallest_normal(DType t) { return ulp(t, 0.0) / (2 * unit_roundoff(t)); }
+
 RowBound float_row_bound(const Model& m, const RowInputs& r) {
   RowBound b;
   const double out_rounding = ulp(m.fp.storage, r.g_max);
+  // Each weight may underflow (flushed, or subnormal in P's type) by up to
+  // the smallest normal of the type the exponential is computed or stored in.
+  const double underflow = static_cast<double>(r.n) * r.vmax * m.f *
+                           std::fmax(smallest_normal(m.fp.accumulation), smallest_normal(m.fp.probabilities));
   const double n = static_cast<double>(r.n), dot = m.scale * r.qn * r.kn;
   const double dropout_rounding = m.dropout ? m.u_a + m.u_p : 0.0;
   const double split = m.fp.split_scale ? 2 * m.u_a : 0.0;
@@ -163,8 +171,8 @@ RowBound float_row_bound(const Model& m, const RowInputs& r) {
   const double first_order = bound_with(m.d, n, b.logit_err, b.softmax_rel);
   const double cap = r.vmax * m.f * (2 + (2 * n + 3) * m.u_a + 2 * m.u_p);
   b.capped = cap < first_order;
-  b.bound = std::fmin(first_order, cap) + out_rounding;
-  b.typical = std::fmin(b.typical, b.bound);
+  b.bound = std::fmin(first_order, cap) + out_rounding + underflow;
+  b.typical = std::fmin(b.typical + underflow, b.bound);
   return b;
 }
 

@@ -22,8 +22,11 @@ namespace sdpa {
 ///                 split]) + u_sc M [twice with an additive mask]
 ///   softmax_rel = expm1(2 logit_err) + (n + 2) u_a + u_p [+ u_a + u_p with dropout]
 ///   bound       = min((softmax_rel + n u_a) W f, cap) + ulp(u_out, max_e |G_ie|)
+///                 + n Vmax f tiny
 /// where cap = Vmax f (2 + (2n + 3) u_a + 2 u_p) holds whatever the logit
-/// errors, as kernel and golden are both weighted sums of v rows.
+/// errors, as kernel and golden are both weighted sums of v rows, and tiny,
+/// the larger smallest normal of the accumulation and probability types,
+/// is what one weight may lose to underflow (an exp flushed to 0).
 ///
 /// Quantized numerics (steps s_q, s_k, s_v = max|x| / input_qmax of the
 /// run's tensors, s_o = max|v| / output_qmax, score_step, prob_step):

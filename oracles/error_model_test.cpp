@@ -47,6 +47,24 @@ TEST(ErrorModel, FullyMaskedRowGetsTheOutputRoundingAlone) {
   EXPECT_EQ(b.inputs["n"], 2);
 }
 
+// A weight below f32's smallest normal may flush to 0 (XNNPACK's exp does
+// below -87.3): the bound admits that loss, and no more than a few times it.
+TEST(ErrorModel, AWeightLostToUnderflowIsWithinTheBound) {
+  Case c = make_case(1, 1, 1, 2, 1, 1);
+  c.scale = 1.0;
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0};
+  t.k.data = {100.0, 0.0};  // scores 100 and 0: the second weight is e^-100
+  t.v.data = {0.0, 1.0};
+  Golden g = eigen_golden(c, t, {});
+  const double lost = g.out.data[0];  // a flush-to-zero kernel outputs 0
+  ASSERT_GT(lost, 0.0);
+  ASSERT_LT(lost, 1e-40);
+  ErrorBound b = error_bound(c, t, g, DType::f32);
+  EXPECT_GE(b.row_bound[0], lost);
+  EXPECT_LT(b.row_bound[0], 1e-36);  // a few f32 smallest normals, not a loose bound
+}
+
 TEST(ErrorModel, InputsHoldEveryTermOfTheWorstRow) {
   Case c = make_case(2, 1, 3, 4, 5, 6);
   c.dropout_p = 0.25;
