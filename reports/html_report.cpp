@@ -106,7 +106,8 @@ std::string html_report(const RunSettings& s, const std::vector<TargetRun>& runs
   for (const auto& id : kSections) o << "<a href=\"#" << id << "\">" << id << "</a>";
   o << "</nav>\n";
   o << summary_section(s, runs) << verdict_section(runs, stats) << ratio_section(runs, stats)
-    << guard_section(runs, stats) << coverage_section(runs, stats) << html_findings_section(runs);
+    << guard_section(runs, stats) << variant_section(runs) << coverage_section(runs, stats)
+    << html_findings_section(runs);
   o << status_script() << "</body>\n</html>\n";
   return o.str();
 }

@@ -145,6 +145,35 @@ std::string guard_section(const std::vector<TargetRun>& runs, const CampaignStat
   return o.str();
 }
 
+namespace {
+
+// "name n, name n" of a count map.
+std::string counts_text(const std::map<std::string, int64_t>& counts) {
+  std::string out;
+  for (const auto& [name, n] : counts) out += (out.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  return out;
+}
+
+}  // namespace
+
+std::string variant_section(const std::vector<TargetRun>& runs) {
+  std::ostringstream o;
+  o << "<section id=\"variants\">\n<h2>Entry variants</h2>\n"
+    << "<p class=\"note\">Per entry variant of a target: its cases, their verdicts, and what the target counts "
+       "after the passes (summed over the cases).</p>\n";
+  for (const auto& r : runs) {
+    if (r.variants.empty()) continue;
+    o << "<h3>" << xml_escape(r.target) << "</h3>\n<table>\n<tr><th>variant</th><th>cases</th><th>verdicts</th>"
+      << "<th>counters</th></tr>\n";
+    for (const auto& [name, v] : r.variants)
+      o << "<tr><td>" << xml_escape(name) << "</td><td>" << v.cases << "</td><td>" << xml_escape(counts_text(v.verdicts))
+        << "</td><td>" << xml_escape(counts_text(v.counters)) << "</td></tr>\n";
+    o << "</table>\n";
+  }
+  o << "</section>\n";
+  return o.str();
+}
+
 std::string coverage_section(const std::vector<TargetRun>& runs, const CampaignStats& stats) {
   std::ostringstream o;
   o << "<section id=\"coverage\">\n<h2>Coverage of the case space</h2>\n"

@@ -15,6 +15,9 @@ std::string verdict_section(const std::vector<TargetRun>& runs, const CampaignSt
 std::string ratio_section(const std::vector<TargetRun>& runs, const CampaignStats& stats);
 /// <section id="guard-decisions">: per target, case class x deciding rule.
 std::string guard_section(const std::vector<TargetRun>& runs, const CampaignStats& stats);
+/// <section id="variants">: per target with entry variants, each variant's
+/// cases, verdicts and the target's counters.
+std::string variant_section(const std::vector<TargetRun>& runs);
 /// <section id="coverage">: Lq against Lkv, head layouts, mask kinds, dtypes.
 std::string coverage_section(const std::vector<TargetRun>& runs, const CampaignStats& stats);
 

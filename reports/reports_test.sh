@@ -66,6 +66,8 @@ if "$SRC/scripts/render_report.sh" --check-dom "$TMP/cuda/html/index.html" "$TMP
 else cat "$TMP/render.log"; fail cuda-html-renders; fi
 grep -q 'invalid-rewrite' "$TMP/cuda-dom.html" && grep -q "sdpacheck replay $TMP/cuda-corpus/cuda/" "$TMP/cuda-dom.html" &&
   grep -q 'outputs-used' "$TMP/cuda-dom.html" && ok cuda-html-finding-shown || fail cuda-html-finding-shown
+grep -q '<section id="variants">' "$TMP/cuda-dom.html" && grep -q '<td>lse-reader</td>' "$TMP/cuda-dom.html" &&
+  ok cuda-html-variants || fail cuda-html-variants
 
 # A script error on the page must be reported, not hidden behind "ok".
 sed 's|</body>|<script>undefined_function();</script></body>|' "$PAGE" >"$TMP/broken.html"

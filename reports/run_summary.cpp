@@ -46,6 +46,11 @@ nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& r
     t["guard_rules"] = r.guard_rules;
     t["missed_rewrites_by_rule"] = r.missed_rules;
     t["duplicates"] = r.duplicates;
+    if (!r.variants.empty()) {
+      t["variants"] = nlohmann::json::object();
+      for (const auto& [name, v] : r.variants)
+        t["variants"][name] = {{"cases", v.cases}, {"verdicts", v.verdicts}, {"counters", v.counters}};
+    }
     t["findings"] = nlohmann::json::array();
     for (const auto& w : r.findings) t["findings"].push_back(finding_entry(w));
     j["targets"][r.target] = t;

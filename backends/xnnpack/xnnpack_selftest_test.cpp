@@ -124,5 +124,29 @@ TEST(XnnpackCampaign, AMutantUnguardedLiftIsCaughtAsAPassOrderInvariant) {
               w->shrink_steps, case_summary(w->shrunk).c_str());
 }
 
+// Target::counters summed per variant into the campaign and run.json: only
+// the traced pattern (qk) is converted, an op in the path keeps it whole
+// on portable kernels, and the library takes some nodes of every variant.
+TEST(XnnpackCampaign, CountsNodesAndConversionsPerVariant) {
+  TargetRun r = fixture().campaign({}, 400);
+  ASSERT_TRUE(r.variants.count("qk") && r.variants.count("qk-clone")) << run_summary_text({r});
+  const VariantRun& qk = r.variants.at("qk");
+  EXPECT_GT(qk.counters.at("patterns traced"), 0);
+  EXPECT_GT(qk.counters.at("converted to SDPA"), 0);
+  EXPECT_LE(qk.counters.at("converted to SDPA"), qk.counters.at("patterns traced"));
+  for (const char* v : {"qk-clone", "qk-transpose", "qk-to-copy", "q", "scores"}) {
+    if (!r.variants.count(v)) continue;
+    EXPECT_EQ(r.variants.at(v).counters.at("converted to SDPA"), 0) << v;
+    EXPECT_GT(r.variants.at(v).counters.at("delegated nodes"), 0) << v;
+    EXPECT_GT(r.variants.at(v).counters.at("portable nodes"), 0) << v;
+  }
+  int64_t cases = 0;
+  for (const auto& [name, v] : r.variants) cases += v.cases;
+  EXPECT_EQ(cases, r.cases);
+  const nlohmann::json j = run_summary({}, {r}, false)["targets"]["xnnpack"]["variants"];
+  EXPECT_EQ(j["qk"]["counters"]["converted to SDPA"], qk.counters.at("converted to SDPA"));
+  EXPECT_EQ(j["qk"]["cases"], qk.cases);
+}
+
 }  // namespace
 }  // namespace sdpa::xnnpack

@@ -161,6 +161,17 @@ class XnnpackTarget : public Target {
     return out;
   }
 
+  // Nodes the xnnpack kernel set runs on the library and on portable
+  // kernels, the SDPA patterns of the entry graph (as traced, before the
+  // lift) and the SDPA nodes the passes made of them.
+  std::map<std::string, int64_t> counters(const Case& c, const Graph& entry, const Graph& rewritten) const override {
+    const PartitionCounts p = partition_counts(rewritten);
+    return {{"delegated nodes", p.delegated},
+            {"portable nodes", p.portable},
+            {"patterns traced", static_cast<int64_t>(match_sdpa_pattern(entry).size())},
+            {"converted to SDPA", rewritten.count(kSdpaOp)}};
+  }
+
   std::vector<DeclaredDivergence> divergences() const override {
     return {{kFullyMaskedNan,
              "XNNPACK's SDPA operator gives NaN for a row whose every logit is -inf (m = -inf, S - m = NaN); "

@@ -116,6 +116,12 @@ class TargetCampaign {
     ++run_.cases;
     ++run_.verdicts[verdict_name(r.verdict)];
     if (opt_.on_case) opt_.on_case(c, r);
+    if (!c.variant.empty() || !r.counters.empty()) {
+      VariantRun& v = run_.variants[c.variant.empty() ? "(none)" : c.variant];
+      ++v.cases;
+      ++v.verdicts[verdict_name(r.verdict)];
+      for (const auto& [name, n] : r.counters) v.counters[name] += n;
+    }
     for (const auto& d : r.decisions) {
       ++run_.guard_rules[d.deciding_rule];
       if (r.verdict == Verdict::missed_rewrite && !d.rewrite) ++run_.missed_rules[d.deciding_rule];

@@ -42,6 +42,13 @@ struct WrittenFinding {
   std::string graph_before, graph_after;  // the shrunk case's graphs, printed
 };
 
+/// The cases of one entry variant: their verdicts and the target's counters, summed.
+struct VariantRun {
+  int64_t cases = 0;
+  std::map<std::string, int64_t> verdicts;
+  std::map<std::string, int64_t> counters;
+};
+
 struct TargetRun {
   std::string target;
   Options options;
@@ -49,6 +56,8 @@ struct TargetRun {
   std::map<std::string, int64_t> verdicts;  // verdict name -> cases
   std::map<std::string, int64_t> guard_rules;  // deciding rule -> decisions
   std::map<std::string, int64_t> missed_rules;  // deciding rule -> missed-rewrite cases
+  /// Per Case::variant, for targets whose entry form has variants or counters.
+  std::map<std::string, VariantRun> variants;
   std::vector<WrittenFinding> findings;      // one per distinct signature
   int64_t duplicates = 0;  // failures whose signature was already found
   Timing timing;

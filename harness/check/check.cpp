@@ -24,6 +24,7 @@ CaseResult CaseChecker::run() {
   if (!check_entry(g0)) return finish();
   std::optional<Graph> g1 = apply_passes(g0, {}, &result_.decisions);
   if (!g1) return finish();
+  result_.counters = target_.counters(c_, g0, *g1);
   if (opt_.keep_graphs) {
     result_.graph_before = print_graph(g0);
     result_.graph_after = print_graph(*g1);

@@ -1,6 +1,7 @@
 #pragma once
 /// Runs one case through a target: oracles, passes, exact and target
 /// kernels, and every check in order of trust (ARCHITECTURE.md).
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ struct CaseResult {
   std::shared_ptr<const Graph> entry_graph, rewritten_graph;
   Timing timing;
   std::vector<AccuracySample> accuracy;  // every accuracy comparison made
+  std::map<std::string, int64_t> counters;  // Target::counters, once the passes ran
   /// The most severe finding; nullptr when there is none.
   const Finding* primary() const;
 };

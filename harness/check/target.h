@@ -132,6 +132,13 @@ class Target {
     return {};
   }
   virtual std::vector<DeclaredDivergence> divergences() const { return {}; }
+  /// What the target counts on one case after its passes (nodes a library
+  /// takes, patterns matched), by name; a campaign sums them per entry
+  /// variant into run.json and the HTML report.
+  virtual std::map<std::string, int64_t> counters(const Case& c, const Graph& entry,
+                                                  const Graph& rewritten) const {
+    return {};
+  }
   /// The name of a declared divergence that explains non-finite values at
   /// `bad_rows` (query rows of [batch..., Hq, Lq]) of `kernel_set`'s
   /// output on the inputs `t`, or none.
