@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/linear_kernel.h"
 #include "harness/io/json_reader.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -15,6 +16,20 @@ namespace sdpa::cortex_m {
 void attach_example_inputs(Graph& g, const std::map<std::string, Tensor>& inputs) {
   for (const auto& [name, t] : inputs) g.constants[kExamplePrefix + name] = t;
 }
+
+namespace {
+
+// The exact reference kernels and aten.linear (the mha form's projections).
+const KernelSet& calibration_kernels() {
+  static const KernelSet k = [] {
+    KernelSet s = make_reference_kernels("exact", Numerics::exact);
+    add_linear_kernel(s, /*exact=*/true);
+    return s;
+  }();
+  return k;
+}
+
+}  // namespace
 
 Execution calibrate(const Graph& g) {
   std::map<std::string, Tensor> inputs;
@@ -26,7 +41,7 @@ Execution calibrate(const Graph& g) {
       throw InputError("calibration: the graph carries no example input for placeholder %" + n.name);
     inputs[input] = it->second;
   }
-  return interpret(g, exact_kernels(), inputs, RunContext{}, /*keep_values=*/true);
+  return interpret(g, calibration_kernels(), inputs, RunContext{}, /*keep_values=*/true);
 }
 
 QParams minmax_qparams(const Tensor& x) {

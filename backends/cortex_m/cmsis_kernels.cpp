@@ -12,6 +12,7 @@
 #include "backends/cortex_m/cmsis/quantize.h"
 #include "backends/cortex_m/cmsis/softmax_s8.h"
 #include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/linear_kernel.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::cortex_m {
@@ -226,6 +227,7 @@ KernelSet cmsis_nn_kernels(cmsis::Rounding rounding) {
   k.add(kBmmOp, guarded(bmm_int8(rounding)));
   k.add(kMulOp, guarded(mul_int8(rounding)));
   k.add(kSoftmaxOp, guarded(softmax_int8));
+  add_linear_kernel(k, /*exact=*/false);
   return k;
 }
 
@@ -237,6 +239,7 @@ KernelSet exact_cortex_m_kernels() {
   k.add(kBmmOp, guarded(bmm_exact));
   k.add(kMulOp, guarded(mul_exact));
   k.add(kSoftmaxOp, guarded(softmax_exact));
+  add_linear_kernel(k, /*exact=*/true);
   return k;
 }
 

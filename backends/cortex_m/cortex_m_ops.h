@@ -22,6 +22,9 @@ inline constexpr const char* kTransposeOp = "cortex_m.transpose.default";
 inline constexpr const char* kBmmOp = "cortex_m.quantized_batch_matmul.default";
 inline constexpr const char* kMulOp = "cortex_m.quantized_mul.default";
 inline constexpr const char* kSoftmaxOp = "cortex_m.softmax.default";
+/// An aten op the lowering keeps: a float linear, or (annotated and folded by
+/// FoldAndAnnotateQParamsPass) one reading int8 with its qparams as kwargs.
+inline constexpr const char* kLinearOp = "aten.linear.default";
 
 /// The fixed qparams of a quantized softmax's output (SOFTMAX_OUTPUT_FIXED_QSPEC).
 inline constexpr double kSoftmaxOutScale = 1.0 / 256;

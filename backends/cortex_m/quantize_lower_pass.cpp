@@ -4,7 +4,9 @@
 // semantics/cortex-m-and-xnnpack.md §1.4, §1.5, §1.7.
 #include "backends/cortex_m/quantize_lower_pass.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -48,6 +50,7 @@ class Lowering {
     const bool int8_input = x && int8_.count(x->node) && !f32_ready_.count(x->node);
     if (kSharedQspecOps.count(n.op) && int8_input) return shared(i);
     if (n.op == "aten.bmm.default" && bmm_annotated(n)) return bmm(i);
+    if (n.op == kLinearOp && cfg_.linear != LinearMeta::not_annotated) return linear(i);
     if (n.op == "aten.mul.Scalar" && int8_input && n.args.size() > 1 && std::holds_alternative<double>(n.args[1]))
       return scale_mul(i);
     if (is_softmax(n.op) && softmax_annotated(g_, n, cfg_.upstream_softmax_check)) return softmax(i);
@@ -112,7 +115,7 @@ class Lowering {
     const ValueRef in = int8_.at(tensor_arg(n, 0)->node);
     args[0] = in;
     ValueInfo o = n.outputs.at(0);
-    o.dtype = DType::i8;
+    o.dtype = out().info(in).dtype;  // int8, or what a retraced producer declares
     o.qparams = out().info(in).qparams;
     int8_[i] = out().call(n.op, args, n.kwargs, {o}, n.name);
     shared_.insert(i);
@@ -125,13 +128,44 @@ class Lowering {
     const ValueRef l8 = as_int8(l), r8 = as_int8(r);
     const SymShape& rs = out().info(r8).shape;
     const ValueRef rt = out().call(kTransposeOp, {r8, SymShape{0, 2, 1}}, {},
-                                   {{DType::i8, {rs[0], rs[2], rs[1]}, out().info(r8).qparams}}, n.name + "_rhs_t");
+                                   {{out().info(r8).dtype, {rs[0], rs[2], rs[1]}, out().info(r8).qparams}}, n.name + "_rhs_t");
     const cmsis::BatchMatmulParams p = cmsis::batch_matmul_params(to_cmsis(ql), to_cmsis(qr), to_cmsis(qo));
     int8_[i] = out().call(kBmmOp,
                           {l8, int64_t{p.input_offset}, rt, int64_t{p.filter_offset}, int64_t{p.output_offset},
                            int64_t{p.multiplier}, int64_t{p.shift}},
                           {{"lhs_scale", ql.scale}, {"rhs_scale", qr.scale}, {"output_scale", qo.scale}},
                           {{DType::i8, n.outputs.at(0).shape, qo}}, n.name);
+  }
+
+  // The linear as FoldAndAnnotateQParamsPass leaves it: its input DQ and output
+  // Q folded into qparams kwargs, int8 weight and int32 bias constants, and the
+  // output dtype the retrace (or the fixed meta) gives it.
+  void linear(int i) {
+    const Node& n = g_.nodes[i];
+    const ValueRef x = *tensor_arg(n, 0), w = *tensor_arg(n, 1);
+    const QParams qi = annotation(x), qo = annotation({i, 0});
+    const ValueRef x8 = as_int8(x);
+    const Tensor& wf = observed(w);
+    double wmax = 0;
+    for (double v : wf.data) wmax = std::fmax(wmax, std::fabs(v));
+    const QParams qw{std::fmax(wmax / 127, std::numeric_limits<float>::epsilon()), 0, -127, 127};
+    Tensor w8(DType::i8, wf.shape);
+    for (size_t j = 0; j < wf.data.size(); ++j) w8.data[j] = std::clamp(std::nearbyint(wf.data[j] / qw.scale), -127.0, 127.0);
+    w8.qparams = qw;
+    std::vector<Arg> args{x8, out().constant(n.name + "_weight_int8", w8, g_.info(w).shape)};
+    if (const ValueRef* b = tensor_arg(n, 2)) {
+      const Tensor& bf = observed(*b);
+      const QParams qb{qi.scale * qw.scale, 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+      Tensor b32(DType::i32, bf.shape);
+      for (size_t j = 0; j < bf.data.size(); ++j) b32.data[j] = std::nearbyint(bf.data[j] / qb.scale);
+      b32.qparams = qb;
+      args.push_back(out().constant(n.name + "_bias_int32", b32, g_.info(*b).shape));
+    }
+    const DType od = cfg_.linear == LinearMeta::retraced_int32 ? DType::i32 : DType::i8;
+    int8_[i] = out().call(kLinearOp, args,
+                          {{"input_scale", qi.scale}, {"input_zero_point", qi.zero_point}, {"weight_scale", qw.scale},
+                           {"output_scale", qo.scale}, {"output_zero_point", qo.zero_point}},
+                          {{od, n.outputs.at(0).shape, qo}}, n.name);
   }
 
   // FoldScaleIntoQuantizePass's match (§1.4): c finite and nonzero, S_out
@@ -202,6 +236,31 @@ class Lowering {
 };
 
 }  // namespace
+
+// The node that produced `v`, seen through view ops and cortex_m.transpose.
+const Node& producer(const Graph& g, ValueRef v) {
+  const Node* n = &g.nodes.at(v.node);
+  while ((kSharedQspecOps.count(n->op) || n->op == kTransposeOp) && tensor_arg(*n, 0))
+    n = &g.nodes.at(tensor_arg(*n, 0)->node);
+  return *n;
+}
+
+std::vector<std::string> retrace_type_errors(const Graph& g) {
+  std::vector<std::string> errors;
+  for (const Node& n : g.nodes) {
+    const bool aten = n.op == "aten.bmm.default";
+    if (!aten && n.op != kBmmOp) continue;
+    const ValueRef *l = tensor_arg(n, 0), *r = tensor_arg(n, aten ? 1 : 2);
+    if (!l || !r) continue;
+    const DType lt = g.info(*l).dtype, rt = g.info(*r).dtype;
+    if (lt == rt) continue;
+    const Node &lp = producer(g, *l), &rp = producer(g, *r);
+    errors.push_back("type error at %" + n.name + " (" + n.op + "): expected scalar type torch." + dtype_name(lt) +
+                     " but found torch." + dtype_name(rt) + " (lhs " + dtype_name(lt) + " from %" + lp.name + " (" +
+                     lp.op + "), rhs " + dtype_name(rt) + " from %" + rp.name + " (" + rp.op + "))");
+  }
+  return errors;
+}
 
 bool softmax_annotated(const Graph& g, const Node& n, bool upstream_check) {
   const ValueRef* x = tensor_arg(n, 0);

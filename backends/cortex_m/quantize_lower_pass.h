@@ -13,6 +13,10 @@
 ///   its output fixed at (1/256, -128); with the upstream check, a 4-D input
 ///   that "is channels-last" (shape[1] == 1, or shape[2] == shape[3] == 1) is
 ///   rejected and stays fp32 (CortexMSoftmaxCheck's quirk);
+/// - aten.linear, where config.linear annotates it: int8 input (its observer's
+///   qparams), a symmetric int8 weight constant (scale max|w|/127, zp 0), an
+///   int32 bias constant (scale S_in·S_w), kept as aten.linear with the qparams
+///   as kwargs and the output dtype config.linear gives it;
 /// - view ops on int8 values share their input's qparams (SharedQspecQuantizer);
 /// - a float op reading an int8 value reads it through
 ///   cortex_m.dequantize_per_tensor, a quantized op reading a float value
@@ -25,11 +29,27 @@
 
 namespace sdpa::cortex_m {
 
+/// How the lowering treats aten.linear (the mha entry form's projections):
+///  not_annotated   left fp32 (the pattern table of this model has no linear);
+///  retraced_int32  annotated int8 and folded by FoldAndAnnotateQParamsPass,
+///                  whose retrace reruns the aten fake kernel: int8 x int8 with
+///                  an int32 bias gives an int32 output meta (§1.6, #21943);
+///  int8_meta       the same fold with an int8 output meta (§1.6's fix).
+enum class LinearMeta { not_annotated, retraced_int32, int8_meta };
+
 struct QuantizerConfig {
   bool fold = false;                    // decompose+fold
   bool upstream_softmax_check = true;   // the channels-last quirk of CortexMSoftmaxCheck
   bool observer_before_mul = false;     // mutant: the MUL's output observer reads its input
+  LinearMeta linear = LinearMeta::not_annotated;
 };
+
+/// The retrace's type errors in a lowered graph: each bmm (aten or
+/// cortex_m.quantized_batch_matmul) whose two operands differ in dtype, as
+/// aten's bmm fake kernel reports it ("expected scalar type torch.int8 but
+/// found torch.int32"), naming the bmm and each operand's producer (traced
+/// back through view ops and transposes).
+std::vector<std::string> retrace_type_errors(const Graph& g);
 
 /// Whether the CortexMSoftmaxCheck (with or without its quirk) annotates softmax node `n` of `g`.
 bool softmax_annotated(const Graph& g, const Node& n, bool upstream_check);
