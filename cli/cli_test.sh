@@ -51,7 +51,20 @@ check invalid-mask 2 "case.mask.shape[0]" "$BIN" replay "$DATA/invalid/mask_does
 check invalid-size 2 "exceeds the size limit" "$BIN" replay "$DATA/invalid/over_size_limit.json"
 check invalid-target 2 "unknown target 'nosuch'" "$BIN" replay "$DATA/invalid/unknown_target.json"
 check invalid-json 2 "not valid JSON" "$BIN" replay "$DATA/invalid/not_json.json"
+# Hostile files: each is an error naming the file and field (or line and
+# byte), never a crash, a hang or "could not complete".
+check invalid-deep-nesting 2 "deep_nesting.json: line 52, byte 889: lists and objects nested deeper than 64 levels" "$BIN" replay "$DATA/invalid/deep_nesting.json"
+check invalid-long-string 2 "long_string.json: line 52, byte 827: a string of 71680 bytes, the limit is 65536" "$BIN" replay "$DATA/invalid/long_string.json"
+check invalid-duplicate-key 2 "duplicate_key.json: case.dtype: duplicate key" "$BIN" replay "$DATA/invalid/duplicate_key.json"
+check invalid-number-overflow 2 "number_overflow.json: case.dropout_p: number overflow parsing '1e400'" "$BIN" replay "$DATA/invalid/number_overflow.json"
+check invalid-integer-range 2 "integer_out_of_range.json: case.head_dim: expected an integer in [-2^63, 2^63), got 18446744073709551608" "$BIN" replay "$DATA/invalid/integer_out_of_range.json"
+check invalid-size-overflow 2 "size_expression_overflow.json: case.kv_len: at runtime[1] size 's0*s0*s0*s0 + 1' overflows int64 at s0=65536" "$BIN" replay "$DATA/invalid/size_expression_overflow.json"
 check invalid-folder-keeps-going 2 "ok  " "$BIN" replay "$DATA"
+# Every invalid file is reported, one INVALID line each, and the valid ones still run.
+invalid_lines() { "$BIN" replay "$DATA"/invalid "$DATA"/valid_gqa_dynamic.json | grep -c "^INVALID  $DATA/invalid/"; }
+check invalid-folder-reports-each 0 "$(ls "$DATA"/invalid/*.json | wc -l)" invalid_lines
+never_could_not_complete() { ! "$BIN" replay "$DATA"/invalid 2>&1 | grep -q "could not complete"; }
+check invalid-never-could-not-complete 0 "" never_could_not_complete
 check changed-kernel-set 1 "finding changed: kernel_set: recorded 'libtorch', observed 'portable'" "$BIN" replay "$DATA/changed_kernel_set.json"
 check changed-status 1 "CHANGED  " "$BIN" replay "$DATA/changed_kernel_set.json"
 check size-limit-option 2 "elements, the limit is 10" "$BIN" replay --max-elements 10 "$DATA/valid_gqa_dynamic.json"
@@ -79,6 +92,11 @@ check explain-kernel-set 0 "on kernel set portable" "$BIN" explain "$NAN_FILE"
 check explain-portable-node 0 "first diverging node on portable: %_safe_softmax (aten._safe_softmax.default)" "$BIN" explain "$NAN_FILE"
 check explain-counts-nonfinite 0 "max |error| inf" "$BIN" explain "$NAN_FILE"
 check explain-invalid 2 "case.kv_head: unknown field" "$BIN" explain "$DATA/invalid/unknown_field.json"
+# explain and repro read files exactly as replay does.
+check explain-duplicate-key 2 "case.dtype: duplicate key" "$BIN" explain "$DATA/invalid/duplicate_key.json"
+check explain-size-overflow 2 "overflows int64 at s0=65536" "$BIN" explain "$DATA/invalid/size_expression_overflow.json"
+check repro-unknown-option 2 "option 'gaurd' is not an option of target aten" "$BIN" repro --gtest "$DATA/invalid/unknown_option.json"
+check repro-deep-nesting 2 "nested deeper than 64 levels" "$BIN" repro --pytorch "$DATA/invalid/deep_nesting.json"
 
 # gate: upstream -> contract misses some rewrites (fails unless allowed);
 # contract -> upstream is newly unsound; a kept decisions file gates itself.
@@ -92,5 +110,6 @@ check gate-record 0 "Gate passed" $GATE --base guard=contract --head guard=contr
 check gate-against 0 "Gate passed" $GATE --head guard=contract --against "$TMP/decisions.json" --out "$TMP/g5"
 check gate-against-regress 1 "newly unsound" $GATE --head guard=upstream --against "$TMP/decisions.json" --out "$TMP/g6"
 check gate-bad-file 2 "not valid JSON" $GATE --head guard=contract --against "$DATA/invalid/not_json.json"
+check gate-duplicate-key 2 "duplicate_key.json: case.dtype: duplicate key" $GATE --head guard=contract --against "$DATA/invalid/duplicate_key.json"
 
 [ "$failures" = 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "harness/campaign/explain.h"
+#include "harness/campaign/replay.h"
 #include "harness/io/json_reader.h"
 
 namespace sdpa::cli {
@@ -15,7 +16,7 @@ void add_explain_command(CLI::App& app, Wiring& w, int& exit_code) {
       "exact and target runs node by node, and the error bound with its inputs");
   cmd->add_option("file", *file, "a corpus file")->required();
   cmd->callback([file, &w, &exit_code] {
-    CorpusEntry e = read_corpus_file(*file);
+    CorpusEntry e = read_replay_entry(*file, w.registry);
     try {
       std::cout << *file << "\n" << explain_entry(e, w.registry, *w.reference);
     } catch (const InputError& err) {

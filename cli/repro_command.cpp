@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "harness/campaign/replay.h"
 #include "harness/io/json_reader.h"
 #include "reports/gtest_repro.h"
 #include "reports/pytorch_repro.h"
@@ -16,7 +17,7 @@ struct ReproArgs {
 
 int run_repro(const ReproArgs& a, Wiring& w) {
   if (a.pytorch == a.gtest) throw InputError("repro: expected exactly one of --pytorch or --gtest");
-  const CorpusEntry e = read_corpus_file(a.path);
+  const CorpusEntry e = read_replay_entry(a.path, w.registry);
   const std::string text =
       a.pytorch ? pytorch_repro_script(e, a.path, w.reference->name(), run_goldens(e.c, *w.reference))
                 : gtest_repro_source(e, a.path);

@@ -1,5 +1,6 @@
 #include "harness/campaign/gate.h"
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -119,8 +120,15 @@ DecisionsFile decisions_from_json(const nlohmann::json& j, const std::string& so
       if (!v.is_string()) o.fail("options." + k, "expected a string, got " + json_kind(v));
       d.options[k] = v.get<std::string>();
     }
-    d.seed = static_cast<uint64_t>(o.integer("seed"));
-    d.max_size = static_cast<int>(o.integer("max_size"));
+    // Range-checked before the casts: a negative seed or a max_size beyond
+    // int must not wrap into another sample's parameters.
+    const int64_t seed = o.integer("seed");
+    if (seed < 0) o.fail("seed", "expected an integer >= 0, got " + std::to_string(seed));
+    d.seed = static_cast<uint64_t>(seed);
+    const int64_t max_size = o.integer("max_size");
+    if (max_size < 0 || max_size > INT32_MAX)
+      o.fail("max_size", "expected an integer in [0, 2^31), got " + std::to_string(max_size));
+    d.max_size = static_cast<int>(max_size);
     const auto& list = o.require("decisions");
     if (!list.is_array()) o.fail("decisions", "expected a list, got " + json_kind(list));
     for (size_t i = 0; i < list.size(); ++i) {

@@ -98,5 +98,23 @@ TEST(Gate, DecisionsFileRoundTripsAndRejectsTypos) {
   }
 }
 
+TEST(Gate, DecisionsFileRejectsOutOfRangeSeedAndMaxSize) {
+  nlohmann::json j = decisions_to_json(file({decision(0, true, true)}));
+  auto error = [](const nlohmann::json& bad) {
+    try {
+      decisions_from_json(bad, "d.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  nlohmann::json bad = j;
+  bad["max_size"] = int64_t{1} << 32;  // would wrap to 0 as an int
+  EXPECT_EQ(error(bad), "d.json: max_size: expected an integer in [0, 2^31), got 4294967296");
+  bad = j;
+  bad["seed"] = -1;
+  EXPECT_EQ(error(bad), "d.json: seed: expected an integer >= 0, got -1");
+}
+
 }  // namespace
 }  // namespace sdpa

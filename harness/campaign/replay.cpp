@@ -30,6 +30,17 @@ std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e) {
   return {target_options, opt};
 }
 
+CorpusEntry read_replay_entry(const std::string& path, const TargetRegistry& registry,
+                              const SizeLimits& limits) {
+  CorpusEntry e = read_corpus_file(path, limits);
+  try {
+    registry.make(e.target, entry_options(e).first);  // an unknown target or option
+  } catch (const InputError& err) {
+    throw InputError(path + ": " + err.what());
+  }
+  return e;
+}
+
 ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
                            const ReferenceModel& reference, bool keep_graphs) {
   auto [target_options, opt] = entry_options(e);
@@ -76,7 +87,7 @@ ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegi
   for (const auto& file : files) {
     ++t.files;
     try {
-      CorpusEntry e = read_corpus_file(file, limits);
+      CorpusEntry e = read_replay_entry(file, registry, limits);
       ReplayOutcome o;
       try {
         o = replay_entry(e, registry, reference, keep_graphs);

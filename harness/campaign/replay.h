@@ -38,6 +38,13 @@ std::vector<std::string> finding_changes(const nlohmann::json& recorded, const C
 /// options (the `passes` key); throws InputError for a bad `passes` value.
 std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e);
 
+/// Reads a corpus file and validates it exactly as replay does: the JSON
+/// bounds, the entry and its case within `limits`, the target and its
+/// options. explain and repro read files through it too. InputError
+/// messages start with the file name.
+CorpusEntry read_replay_entry(const std::string& path, const TargetRegistry& registry,
+                              const SizeLimits& limits = {});
+
 ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
                            const ReferenceModel& reference, bool keep_graphs = false);
 

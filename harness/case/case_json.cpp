@@ -15,7 +15,7 @@ json size_to_json(const SymExpr& e) {
 }
 
 SymExpr size_from_json(const json& v, const std::string& field) {
-  if (v.is_number_integer() || v.is_number_unsigned()) return SymExpr(v.get<int64_t>());
+  if (v.is_number()) return SymExpr(json_int64(v, field));
   if (v.is_string()) {
     try {
       return SymExpr::parse(v.get<std::string>());
@@ -64,8 +64,7 @@ MaskSpec mask_from_json(JsonObject o) {
   m.pattern = enum_field<MaskPattern>(o, "pattern", parse_pattern,
                                       "random, causal, window, padding, full-row, keep-all");
   if (const json* p = o.find("param")) {
-    if (!p->is_number()) o.fail("param", "expected a number, got " + json_kind(*p));
-    m.param = p->get<double>();
+    m.param = o.number("param");
   }
   if (o.find("fill")) m.fill = enum_field<MaskFill>(o, "fill", parse_fill, "-inf, min, -1e4");
   o.reject_unknown();
@@ -103,9 +102,7 @@ std::vector<Assignment> runtime_from_json(const json& v, const std::string& fiel
     if (!v[i].is_object()) throw InputError(f + ": expected an object, got " + json_kind(v[i]));
     Assignment a;
     for (const auto& [name, size] : v[i].items()) {
-      if (!size.is_number_integer())
-        throw InputError(f + "." + name + ": expected an integer, got " + json_kind(size));
-      a[name] = size.get<int64_t>();
+      a[name] = json_int64(size, f + "." + name);
     }
     out.push_back(a);
   }

@@ -152,5 +152,36 @@ TEST(CaseValidate, SizeLimitsBeforeAllocation) {
   EXPECT_NE(error_of(j).find("case.q_heads"), std::string::npos);
 }
 
+TEST(CaseValidate, SizeExpressionsThatOverflowAreErrors) {
+  // s0^4 + 1 at 65536 is 2^64 + 1: wrapped, it would be 1 and pass the limits.
+  nlohmann::json j = example_case();
+  j["kv_len"] = "s0*s0*s0*s0 + 1";
+  j["symbols"]["s0"]["max"] = 65536;
+  j["runtime"][1]["s0"] = 65536;
+  EXPECT_EQ(error_of(j), "case.kv_len: at runtime[1] size 's0*s0*s0*s0 + 1' overflows int64 at s0=65536");
+  // At the export hints too.
+  j["runtime"][1]["s0"] = 3;
+  j["symbols"]["s0"]["hint"] = 65536;
+  EXPECT_EQ(error_of(j), "case.kv_len: at the export hints size 's0*s0*s0*s0 + 1' overflows int64 at s0=65536");
+  // Below overflow, the size limit catches it.
+  j = example_case();
+  j["kv_len"] = "s0*s0*s0 + 1";
+  j["symbols"]["s0"]["max"] = 65536;
+  j["runtime"][1]["s0"] = 65536;
+  EXPECT_NE(error_of(j).find("a size exceeds the limit 65536"), std::string::npos) << error_of(j);
+}
+
+TEST(CaseJson, IntegersOutsideInt64AreErrorsNamingTheField) {
+  nlohmann::json j = example_case();
+  j["head_dim"] = nlohmann::json::parse("18446744073709551608");
+  EXPECT_EQ(error_of(j), "case.head_dim: expected an integer in [-2^63, 2^63), got 18446744073709551608");
+  j = example_case();
+  j["runtime"][0]["s0"] = nlohmann::json::parse("9223372036854775808");
+  EXPECT_EQ(error_of(j), "case.runtime[0].s0: expected an integer in [-2^63, 2^63), got 9223372036854775808");
+  j = example_case();
+  j["q_len"] = nlohmann::json::parse("1e19");
+  EXPECT_NE(error_of(j).find("case.q_len: expected an integer in [-2^63, 2^63)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sdpa

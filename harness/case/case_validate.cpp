@@ -1,6 +1,8 @@
 #include "harness/case/case_validate.h"
 
 #include <cmath>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "harness/io/json_reader.h"
@@ -16,7 +18,15 @@ class Validator {
   void run() {
     check_symbols();
     check_static_fields();
-    for (size_t i = 0; i < c_.runs().size(); ++i) check_run(c_.runs()[i], i);
+    const std::vector<Assignment> runs = c_.runs();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Assignment& a = runs[i];
+      std::string at = c_.runtime.empty() ? "" : "at runtime[" + std::to_string(i) + "] ";
+      check_no_overflow(a, at);
+      check_run(a, at);
+    }
+    // The guards evaluate sizes at the export hints too: none may overflow there.
+    if (std::optional<Assignment> hints = hint_assignment()) check_no_overflow(*hints, "at the export hints ");
   }
 
  private:
@@ -144,8 +154,37 @@ class Validator {
                      std::to_string(limits_.max_tensor_elements));
   }
 
-  void check_run(const Assignment& a, size_t index) {
-    std::string at = c_.runtime.empty() ? "" : "at runtime[" + std::to_string(index) + "] ";
+  std::optional<Assignment> hint_assignment() const {
+    if (c_.symbols.empty()) return std::nullopt;
+    Assignment a;
+    for (const auto& [name, s] : c_.symbols) {
+      if (!s.hint) return std::nullopt;
+      a[name] = *s.hint;
+    }
+    return a;
+  }
+
+  // Each size on its own, before any shape is computed from them, so that
+  // an overflowing expression is named with its field, not wrapped into a
+  // small value that passes the limits.
+  void check_no_overflow(const Assignment& a, const std::string& at) {
+    auto eval = [&](const SymExpr& e, const std::string& field) {
+      try {
+        e.eval(a);
+      } catch (const std::overflow_error& err) {
+        fail(field, at + err.what());
+      }
+    };
+    for (size_t i = 0; i < c_.batch.size(); ++i) eval(c_.batch[i], "batch[" + std::to_string(i) + "]");
+    eval(c_.q_len, "q_len");
+    eval(c_.kv_len, "kv_len");
+    eval(c_.start_pos, "start_pos");
+    if (c_.mask)
+      for (size_t i = 0; i < c_.mask->shape.size(); ++i)
+        eval(c_.mask->shape[i], "mask.shape[" + std::to_string(i) + "]");
+  }
+
+  void check_run(const Assignment& a, const std::string& at) {
     ConcreteSizes s = concrete_sizes(c_, a);
     for (size_t i = 0; i < s.batch.size(); ++i)
       if (s.batch[i] < 1) fail("batch[" + std::to_string(i) + "]", at + "must be >= 1");

@@ -63,6 +63,9 @@ CorpusEntry corpus_from_json(const nlohmann::json& j, const std::string& source,
     return e;
   } catch (const InputError& err) {
     throw InputError(source + ": " + err.what());
+  } catch (const nlohmann::json::exception& err) {
+    // A read this file does not guard (a wrong type at a get): still the file's error.
+    throw InputError(source + ": " + err.what());
   }
 }
 

@@ -85,6 +85,80 @@ TEST(Corpus, ErrorsNameTheFileAndField) {
   }
 }
 
+std::string parse_error(const std::string& text) {
+  try {
+    parse_json_text(text, "f.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JsonBounds, DeepNestingIsRefusedBeforeTheParserRuns) {
+  std::string deep(200000, '[');
+  EXPECT_EQ(parse_error(deep + std::string(200000, ']')),
+            "f.json: line 1, byte 64: lists and objects nested deeper than 64 levels");
+  std::string at_limit = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_EQ(parse_error(at_limit), "");
+  // Brackets inside strings (escaped quotes included) are not nesting.
+  EXPECT_EQ(parse_error("{\"a\": \"\\\"" + std::string(1000, '[') + "\"}"), "");
+}
+
+TEST(JsonBounds, LongStringsAreRefused) {
+  std::string text = "{\n\"a\": \"" + std::string(kMaxJsonStringBytes + 1, 'x') + "\"}";
+  EXPECT_EQ(parse_error(text), "f.json: line 2, byte 7: a string of 65537 bytes, the limit is 65536");
+  EXPECT_EQ(parse_error("{\"a\": \"" + std::string(kMaxJsonStringBytes, 'x') + "\"}"), "");
+}
+
+TEST(JsonBounds, DuplicateKeysNameTheKeyPath) {
+  EXPECT_EQ(parse_error(R"({"case": {"dtype": "f32", "dtype": "f64"}})"), "f.json: case.dtype: duplicate key");
+  EXPECT_EQ(parse_error(R"({"r": [{"s0": 1}, [2], {"s0": 2, "s0": 3}]})"), "f.json: r[2].s0: duplicate key");
+  // The same key in sibling objects is no duplicate; an escape is decoded first.
+  EXPECT_EQ(parse_error(R"({"a": {"k": 1}, "b": {"k": 2}})"), "");
+  EXPECT_EQ(parse_error(R"({"dtype": 1, "\u0064type": 2})"), "f.json: dtype: duplicate key");
+}
+
+TEST(JsonBounds, NumberOverflowAndSyntaxErrorsNameTheField) {
+  EXPECT_EQ(parse_error(R"({"case": {"dropout_p": 1e400}})"),
+            "f.json: case.dropout_p: number overflow parsing '1e400'");
+  std::string e = parse_error("{\n  \"case\": {\"q_len\": }}");
+  EXPECT_NE(e.find("f.json: not valid JSON (line 2, byte 22, in case.q_len)"), std::string::npos) << e;
+}
+
+TEST(JsonBounds, IntegersOutsideInt64AreErrors) {
+  auto int64_error = [](const std::string& literal) {
+    try {
+      json_int64(nlohmann::json::parse(literal), "case.head_dim");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(int64_error("18446744073709551608"),
+            "case.head_dim: expected an integer in [-2^63, 2^63), got 18446744073709551608");
+  EXPECT_NE(int64_error("100000000000000000000").find("expected an integer in [-2^63, 2^63)"), std::string::npos);
+  EXPECT_EQ(int64_error("2.5"), "case.head_dim: expected an integer, got a number");
+  EXPECT_EQ(int64_error("9223372036854775807"), "");
+  EXPECT_EQ(int64_error("-9223372036854775808"), "");
+}
+
+TEST(JsonBounds, FilesOverTheSizeLimitAreRefused) {
+  fs::path dir = temp_dir("json_large");
+  fs::create_directories(dir);
+  fs::path big = dir / "big.json";
+  {
+    std::ofstream out(big);
+    out << "[\"" << std::string(kMaxJsonFileBytes, ' ') << "\"]";
+  }
+  try {
+    read_json_file(big.string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), big.string() + ": larger than the limit of 16 MiB for a JSON file");
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Corpus, CollectsJsonFilesSortedAndRejectsMissingPaths) {
   fs::path dir = temp_dir("corpus_collect");
   fs::create_directories(dir / "aten");

@@ -44,7 +44,25 @@ class JsonObject {
 /// "a string", "an integer", ...: for messages about a wrong type.
 std::string json_kind(const nlohmann::json& j);
 
-/// Parses a JSON file; InputError "PATH: cannot open file" or "PATH: not valid JSON: ...".
+/// Bounds on every JSON input (corpus and decisions files), checked on the
+/// raw text before nlohmann parses it, so that no hostile file reaches a
+/// recursive walk of the result (dump, destruction) or a slow string path.
+inline constexpr size_t kMaxJsonFileBytes = size_t{16} << 20;   // 16 MiB
+inline constexpr int kMaxJsonDepth = 64;                         // nested lists and objects
+inline constexpr size_t kMaxJsonStringBytes = size_t{64} << 10;  // 64 KiB, escapes as written
+
+/// Parses JSON text strictly: the bounds above, no duplicate key (nlohmann
+/// would keep the last one silently), no number overflow (1e400). Every
+/// InputError starts with `source` and names the line and byte or the key path.
+nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+
+/// Reads (at most kMaxJsonFileBytes) and parses a JSON file with
+/// parse_json_text; InputError "PATH: cannot open file", "PATH: not valid JSON: ...".
 nlohmann::json read_json_file(const std::string& path);
+
+/// An integer as int64: InputError "FIELD: ..." for another kind, or an
+/// integer outside [-2^63, 2^63) (nlohmann reads 2^63..2^64-1 as unsigned,
+/// and a cast would wrap it to a negative size).
+int64_t json_int64(const nlohmann::json& v, const std::string& field);
 
 }  // namespace sdpa

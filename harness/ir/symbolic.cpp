@@ -40,18 +40,48 @@ std::set<std::string> SymExpr::symbols() const {
   return out;
 }
 
-int64_t SymExpr::eval(const Assignment& values) const {
-  int64_t total = 0;
-  for (const auto& [mono, w] : terms_) {
-    int64_t p = w;
-    for (const auto& s : mono) {
-      auto it = values.find(s);
-      if (it == values.end()) throw std::out_of_range("no value for symbol '" + s + "'");
-      p *= it->second;
-    }
-    total += p;
+namespace {
+
+// Checked int64 arithmetic: sizes come from files, and a wrapped product
+// would pass every size limit ("s0*s0*s0*s0 + 1" at s0 = 65536 is 1).
+int64_t checked_mul(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw std::overflow_error(what);
+  return r;
+}
+int64_t checked_add(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw std::overflow_error(what);
+  return r;
+}
+
+std::string assignment_str(const std::set<std::string>& names, const Assignment& values) {
+  std::string out;
+  for (const auto& n : names) {
+    auto it = values.find(n);
+    if (it != values.end()) out += (out.empty() ? "" : ", ") + n + "=" + std::to_string(it->second);
   }
-  return total;
+  return out;
+}
+
+}  // namespace
+
+int64_t SymExpr::eval(const Assignment& values) const {
+  try {
+    int64_t total = 0;
+    for (const auto& [mono, w] : terms_) {
+      int64_t p = w;
+      for (const auto& s : mono) {
+        auto it = values.find(s);
+        if (it == values.end()) throw std::out_of_range("no value for symbol '" + s + "'");
+        p = checked_mul(p, it->second, "");
+      }
+      total = checked_add(total, p, "");
+    }
+    return total;
+  } catch (const std::overflow_error&) {
+    throw std::overflow_error("size '" + str() + "' overflows int64 at " + assignment_str(symbols(), values));
+  }
 }
 
 std::string SymExpr::str() const {
@@ -73,7 +103,10 @@ std::string SymExpr::str() const {
 
 SymExpr SymExpr::operator+(const SymExpr& o) const {
   SymExpr r = *this;
-  for (const auto& [mono, w] : o.terms_) r.terms_[mono] += w;
+  for (const auto& [mono, w] : o.terms_) {
+    int64_t& t = r.terms_[mono];
+    t = checked_add(t, w, "a size coefficient overflows int64");
+  }
   r.normalize();
   return r;
 }
@@ -87,7 +120,9 @@ SymExpr SymExpr::operator*(const SymExpr& o) const {
       std::vector<std::string> m = a;
       m.insert(m.end(), b.begin(), b.end());
       std::sort(m.begin(), m.end());
-      r.terms_[m] += wa * wb;
+      int64_t& t = r.terms_[m];
+      t = checked_add(t, checked_mul(wa, wb, "a size coefficient overflows int64"),
+                      "a size coefficient overflows int64");
     }
   r.normalize();
   return r;
@@ -97,11 +132,24 @@ namespace {
 
 // Recursive-descent parser: sum := product (('+'|'-') product)*,
 // product := atom ('*' atom)*, atom := int | name | '(' sum ')' | '-' atom.
+// Bounds on a parsed expression: the text is read recursively, and each
+// product multiplies out its sums, so (a+b)*(c+d)*... would grow 2^n terms.
+constexpr size_t kMaxExpressionLength = 256;
+constexpr size_t kMaxTerms = 64;
+
 class Parser {
  public:
   explicit Parser(const std::string& t) : text_(t) {}
   SymExpr parse() {
-    SymExpr e = sum();
+    if (text_.size() > kMaxExpressionLength)
+      throw std::invalid_argument("size expression of " + std::to_string(text_.size()) +
+                                  " characters, the limit is " + std::to_string(kMaxExpressionLength));
+    SymExpr e;
+    try {
+      e = sum();
+    } catch (const std::overflow_error& err) {
+      fail(err.what());
+    }
     skip();
     if (pos_ != text_.size()) fail("unexpected '" + text_.substr(pos_, 1) + "'");
     return e;
@@ -119,17 +167,22 @@ class Parser {
   [[noreturn]] void fail(const std::string& why) {
     throw std::invalid_argument("size expression '" + text_ + "': " + why);
   }
+  SymExpr bounded(SymExpr e) {
+    if (e.terms().size() > kMaxTerms)
+      fail("more than " + std::to_string(kMaxTerms) + " terms when multiplied out");
+    return e;
+  }
   SymExpr sum() {
     SymExpr e = product();
     for (;;) {
-      if (eat('+')) e = e + product();
-      else if (eat('-')) e = e - product();
+      if (eat('+')) e = bounded(e + product());
+      else if (eat('-')) e = bounded(e - product());
       else return e;
     }
   }
   SymExpr product() {
     SymExpr e = atom();
-    while (eat('*')) e = e * atom();
+    while (eat('*')) e = bounded(e * atom());
     return e;
   }
   SymExpr atom() {

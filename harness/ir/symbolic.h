@@ -17,8 +17,9 @@ class SymExpr {
  public:
   SymExpr(int64_t constant = 0);  // NOLINT: integers are sizes
   static SymExpr symbol(const std::string& name);
-  /// Parses integers, symbol names, +, -, * and parentheses ("s0 + 1").
-  /// Throws std::invalid_argument with the offending text.
+  /// Parses integers, symbol names, +, -, * and parentheses ("s0 + 1"), at
+  /// most 256 characters and 64 terms once multiplied out. Throws
+  /// std::invalid_argument with the offending text.
   static SymExpr parse(const std::string& text);
 
   bool is_constant() const;
@@ -28,11 +29,14 @@ class SymExpr {
   bool is_symbol() const;
   std::set<std::string> symbols() const;
 
-  /// Value under an assignment; throws std::out_of_range naming a missing symbol.
+  /// Value under an assignment; throws std::out_of_range naming a missing
+  /// symbol, std::overflow_error naming the expression and the values when
+  /// the value (or a partial product) leaves int64.
   int64_t eval(const Assignment& values) const;
 
   std::string str() const;
 
+  /// Throw std::overflow_error when a coefficient leaves int64.
   SymExpr operator+(const SymExpr& o) const;
   SymExpr operator-(const SymExpr& o) const;
   SymExpr operator*(const SymExpr& o) const;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <stdexcept>
+
 #include "harness/ir/shape_env.h"
 
 namespace sdpa {
@@ -34,6 +37,36 @@ TEST(SymExpr, ParseErrorsNameTheText) {
     EXPECT_NE(std::string(e.what()).find("s0 + "), std::string::npos);
   }
   EXPECT_THROW(SymExpr::parse("s0 $ 1"), std::invalid_argument);
+}
+
+TEST(SymExpr, EvaluationChecksOverflow) {
+  SymExpr e = SymExpr::parse("s0*s0*s0*s0 + 1");
+  EXPECT_EQ(e.eval({{"s0", 4}}), 257);
+  try {
+    e.eval({{"s0", 65536}});  // 2^64 + 1, which wraps to 1 unchecked
+    FAIL();
+  } catch (const std::overflow_error& err) {
+    EXPECT_EQ(std::string(err.what()), "size 's0*s0*s0*s0 + 1' overflows int64 at s0=65536");
+  }
+  EXPECT_THROW(SymExpr::parse("s0 + 9").eval({{"s0", INT64_MAX - 8}}), std::overflow_error);
+  EXPECT_EQ(SymExpr::parse("s0 - 1").eval({{"s0", INT64_MIN + 1}}), INT64_MIN);
+}
+
+TEST(SymExpr, ParsingIsBounded) {
+  // Coefficients that overflow, text longer than 256 characters, and
+  // products of sums that multiply out to more than 64 terms.
+  EXPECT_THROW(SymExpr::parse("999999999999999*999999999999999*999999999999999"), std::invalid_argument);
+  EXPECT_THROW(SymExpr::parse(std::string(100000, '(') + "s0" + std::string(100000, ')')),
+               std::invalid_argument);
+  std::string product;
+  for (char c = 'a'; c <= 'h'; ++c) product += std::string(product.empty() ? "" : "*") + "(" + c + "+1)";
+  try {
+    SymExpr::parse(product);  // 2^8 terms
+    FAIL();
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("more than 64 terms"), std::string::npos) << err.what();
+  }
+  EXPECT_NO_THROW(SymExpr::parse("(a+1)*(b+1)*(c+1)*(d+1)*(e+1)*(f+1)"));  // 64 terms
 }
 
 TEST(ShapeEnv, StaticallyKnownUsesRangesNotHints) {
