@@ -33,9 +33,9 @@ CaseResult CaseChecker::run() {
   }
   bool rewritten = false;
   for (const auto& d : result_.decisions) rewritten = rewritten || d.rewrite;
-  if (opt_.passes)
-    for (const auto& v : target_.invariants(c_, g0, *g1))
-      result_.findings.push_back(finding(Verdict::broken_invariant, Check::invariant, v));
+  std::vector<std::string> broken;
+  if (opt_.passes) broken = target_.invariants(c_, g0, *g1);
+  for (const auto& v : broken) result_.findings.push_back(finding(Verdict::broken_invariant, Check::invariant, v));
   // A pass may change the graph around a node it kept (dead transposes):
   // any change is checked for soundness.
   const bool changed = rewritten || (opt_.passes && print_graph(*g1) != print_graph(g0));
@@ -43,7 +43,9 @@ CaseResult CaseChecker::run() {
   if (sound) accuracy(g0, *g1, rewritten);
   // Completeness and the per-node attribution run on unsound cases too:
   // the gate reads every decision's own soundness.
-  if (opt_.completeness && opt_.passes) completeness(g0, sound);
+  // A lone accepted node's own soundness follows refines(), as every forced
+  // or held rewrite's does: a broken invariant makes it unsound too.
+  if (opt_.completeness && opt_.passes) completeness(g0, sound && broken.empty());
   return finish();
 }
 

@@ -136,6 +136,20 @@ TEST(Checks, ABrokenInvariantIsReported) {
   EXPECT_EQ(verdict_of(nullptr, false, true), Verdict::broken_invariant);
 }
 
+// A lone accepted node is judged by the rule every forced or held rewrite
+// is (refines(): invariants included), so the gate sees the same decision
+// as unsound whether its pass runs alone or beside another.
+TEST(Checks, ALoneDecisionThatBreaksAnInvariantIsNotSoundAlone) {
+  ToyReference ref(false);
+  for (bool invariant : {false, true}) {
+    ToyTarget t(nullptr, false, invariant);
+    CaseResult r = run_case(t, ref, toy_case());
+    ASSERT_EQ(r.decisions.size(), 1u);
+    EXPECT_TRUE(r.decisions[0].rewrite);
+    EXPECT_EQ(r.decisions[0].sound_alone, !invariant);
+  }
+}
+
 TEST(Checks, AnOutputOfAnotherDtypeIsADtypeMismatch) {
   EXPECT_EQ(verdict_of([](Graph& g, ValueRef x) {
               return g.call("aten._to_copy.default", {x}, {{"dtype", DType::f32}}, {{DType::f32, g.info(x).shape}});
