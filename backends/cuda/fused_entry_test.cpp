@@ -6,6 +6,7 @@
 
 #include "backends/all_targets.h"
 #include "backends/common/sdpa_entry.h"
+#include "backends/cuda/cuda_test_cases.h"
 #include "harness/check/check.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/graph_verify.h"
@@ -14,19 +15,7 @@
 namespace sdpa::cuda {
 namespace {
 
-Case base() {
-  Case c;
-  c.dtype = DType::f16;
-  c.batch = {SymExpr(1)};
-  c.q_heads = 4;
-  c.kv_heads = 4;
-  c.q_len = 3;
-  c.kv_len = 3;
-  c.head_dim = 8;
-  c.value_dim = 8;
-  c.data.seed = 7;
-  return c;
-}
+Case base() { return testing::base_call(); }
 
 MaskSpec bool_mask(const Case& c, MaskPattern p = MaskPattern::random, double param = 0.7) {
   return MaskSpec{DType::b8, {SymExpr(1), SymExpr(1), c.q_len, c.kv_len}, p, param};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/common/sdpa_entry.h"
+#include "backends/cuda/cuda_test_cases.h"
 #include "backends/cuda/cuda_invariants.h"
 #include "backends/cuda/fused_entry.h"
 #include "harness/ir/graph_verify.h"
@@ -12,18 +13,7 @@
 namespace sdpa::cuda {
 namespace {
 
-Case base() {
-  Case c;
-  c.dtype = DType::f16;
-  c.batch = {SymExpr(1)};
-  c.q_heads = 4;
-  c.kv_heads = 4;
-  c.q_len = 3;
-  c.kv_len = 3;
-  c.head_dim = 8;
-  c.value_dim = 8;
-  return c;
-}
+Case base() { return testing::base_call(); }
 
 Pass::Result run(const Case& c, Variant v, std::optional<FusedRule> weak = std::nullopt, bool force = false) {
   RewriteControl control;
