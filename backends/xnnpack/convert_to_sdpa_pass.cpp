@@ -40,7 +40,7 @@ Pass::Result ConvertToSDPAPass::run(const Graph& g, const ShapeEnv& env, const R
                "%" + first.name + " literal " + std::to_string(std::get<double>(first.args[1])) + " rounded to " +
                    dtype_name(first.outputs[0].dtype) + " and squared: " + std::to_string(*scale));
     const int64_t rank = static_cast<int64_t>(g.info(m.mask).shape.size());
-    if (rank != 2) throw ConvertToSdpaError(mask_rank_message(rank));
+    if (rank != 2) throw PassUnsupported(mask_rank_message(rank));
     guard.rule("mask-rank-2", true, "the matched mask has rank 2");
     Decision d = guard.finish();
     d.forced = !d.rewrite && control.rewrites(d);

@@ -35,8 +35,8 @@ class ConvertToSDPAPass : public Pass {
   explicit ConvertToSDPAPass(ScaleRecovery r = ScaleRecovery::upstream) : recovery_(r) {}
   std::string name() const override { return "ConvertToSDPAPass"; }
   using Pass::run;
-  /// Throws ConvertToSdpaError where upstream raises (a mask of rank != 2,
-  /// no scale found).
+  /// Throws where upstream raises: PassUnsupported for a matched mask of
+  /// rank != 2, ConvertToSdpaError when no scale is found.
   Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override;
 
  private:

@@ -13,6 +13,8 @@
 #include "backends/xnnpack/lift_scalars_pass.h"
 #include "backends/xnnpack/pattern_entry.h"
 #include "backends/xnnpack/test_cases.h"
+#include "harness/check/check.h"
+#include "oracles/dual_oracle.h"
 
 namespace sdpa::xnnpack {
 namespace {
@@ -84,21 +86,27 @@ TEST(XnnpackConvert, ReplacesThePatternWithOneSdpaAndRecordsTheDecision) {
   EXPECT_EQ(r.decisions[0].rules.size(), 3u);
 }
 
-TEST(XnnpackConvert, AMatchedMaskOfRankOtherThan2RaisesAndTheTargetRefusesTheCase) {
+TEST(XnnpackConvert, AMatchedMaskOfRankOtherThan2RaisesAndTheCaseIsUnsupported) {
   Case c = masked_call();
   c.mask->shape = {SymExpr(1), SymExpr(2), SymExpr(3), SymExpr(4)};
   try {
     convert(c);
     FAIL();
-  } catch (const ConvertToSdpaError& e) {
+  } catch (const PassUnsupported& e) {
     EXPECT_NE(std::string(e.what()).find("Mask rank is not 2"), std::string::npos) << e.what();
   }
   TargetRegistry registry;
   register_all_targets(registry);
-  auto why = registry.make("xnnpack", {})->refuses(c);
-  ASSERT_TRUE(why);
-  EXPECT_NE(why->find("Mask rank is not 2"), std::string::npos) << *why;
-  EXPECT_FALSE(registry.make("xnnpack", {})->refuses(with_variant(c, "scores"))) << "no match, no raise";
+  auto reference = make_dual_oracle();
+  for (const char* guard : {"none", "lift"}) {
+    CaseResult r = run_case(*registry.make("xnnpack", {{"guard", guard}}), *reference, c);
+    ASSERT_EQ(r.verdict, Verdict::unsupported) << guard;
+    EXPECT_NE(r.primary()->detail.find("pass ConvertToSDPAPass raised: Mask rank is not 2"), std::string::npos)
+        << r.primary()->detail;
+  }
+  // The scores variant traces no pattern: nothing matches, nothing raises.
+  EXPECT_NE(run_case(*registry.make("xnnpack", {}), *reference, with_variant(c, "scores")).verdict,
+            Verdict::unsupported);
 }
 
 // What the two passes do with each variant, reported per variant.

@@ -7,6 +7,7 @@
 
 #include "backends/all_targets.h"
 #include "backends/common/sdpa_entry.h"
+#include "backends/xnnpack/test_cases.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "oracles/dual_oracle.h"
@@ -122,6 +123,25 @@ TEST(XnnpackCampaign, AMutantUnguardedLiftIsCaughtAsAPassOrderInvariant) {
   EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
   std::printf("lift-unguarded: case %lld, shrunk in %d steps to %s\n", static_cast<long long>(w->iteration),
               w->shrink_steps, case_summary(w->shrunk).c_str());
+}
+
+// In f16 the lift materializes the scale as torch.tensor(0.1, dtype=f16):
+// the rounding alone explains the difference, so the finding is a rounded
+// constant (the entry's value put back into the lifted buffer), not an
+// unsound rewrite.
+TEST(XnnpackCampaign, TheF16LiftRoundsTheScaleIntoItsBufferAndIsNamedARoundedConstant) {
+  auto target = fixture().registry.make("xnnpack", {{"guard", "lift"}});
+  Case c = testing::with_variant(testing::masked_call(8, DType::f16), "scores");
+  c.scale = 0.1;
+  CaseResult r = run_case(*target, *fixture().reference, c);
+  ASSERT_EQ(r.verdict, Verdict::rounded_constant) << (r.primary() ? r.primary()->detail : "");
+  const std::string& d = r.primary()->detail;
+  EXPECT_NE(d.find("after the rewrite"), std::string::npos) << d;
+  EXPECT_NE(d.find("ulp of f16"), std::string::npos) << d;
+  EXPECT_NE(d.find("put back"), std::string::npos) << d;
+  // Without the lift the literal stays a Python float: nothing changes.
+  auto none = fixture().registry.make("xnnpack", {{"guard", "none"}});
+  EXPECT_NE(run_case(*none, *fixture().reference, c).verdict, Verdict::rounded_constant);
 }
 
 // Target::counters summed per variant into the campaign and run.json: only

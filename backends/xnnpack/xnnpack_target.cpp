@@ -60,13 +60,6 @@ class XnnpackTarget : public Target {
       return std::string("the traced pattern broadcasts one key/value head or none (grouped heads trace to repeat_interleave)");
     if (c.mask && c.mask->dtype != DType::b8 && c.mask->dtype != c.dtype)
       return std::string("an additive mask must have the call's dtype (the pattern's add and XNNPACK take one dtype)");
-    // ConvertToSDPAPass raises on a matched mask of rank != 2 (the pass aborts).
-    if (c.mask) {
-      Graph g = entry(c);
-      if (options_.at("guard") == "lift") g = lift_.run(g, c.shape_env()).graph;
-      for (const auto& m : match_sdpa_pattern(g))
-        if (g.info(m.mask).shape.size() != 2) return mask_rank_message(static_cast<int64_t>(g.info(m.mask).shape.size()));
-    }
     return std::nullopt;
   }
 
@@ -87,31 +80,25 @@ class XnnpackTarget : public Target {
     for (const Node& n : g.nodes)
       if (n.op == kSdpaOp)
         if (const Arg* s = n.kwarg("scale"); s && std::holds_alternative<double>(*s))
-          out.push_back({"scale", std::get<double>(*s), t, n.name, "scale", -1});
+          out.push_back({"scale", std::get<double>(*s), t, {{n.name, "scale"}}});
     if (!out.empty()) return out;
-    double product = 1.0;
-    int factors = 0;
-    GraphConstant only{"scale", 0.0, t};
+    GraphConstant scale{"scale", 1.0, t};
     for (const Node& n : g.nodes) {
       if (n.op == kMulScalar && n.args.size() == 2 && std::holds_alternative<double>(n.args[1])) {
-        product *= std::get<double>(n.args[1]);
-        only.node = n.name;
-        only.arg = 1;
-        ++factors;
+        scale.value *= std::get<double>(n.args[1]);
+        scale.sites.push_back({n.name, "", 1});
       } else if (n.op == kMulTensor && n.args.size() == 2) {
         const auto* c = std::get_if<ValueRef>(&n.args[1]);
         if (!c || g.nodes[c->node].op != "get_attr") continue;
-        const Tensor& value = g.constants.at(std::get<std::string>(g.nodes[c->node].args[0]));
+        const std::string& buffer = std::get<std::string>(g.nodes[c->node].args[0]);
+        const Tensor& value = g.constants.at(buffer);
         if (value.numel() != 1) continue;
-        product *= value.data[0];
-        only.node.clear();  // a buffer: nothing to put a value back into
-        ++factors;
+        scale.value *= value.data[0];
+        scale.sites.push_back({"", "", -1, buffer});
       }
     }
-    if (factors == 0) return {};
-    only.value = product;
-    if (factors > 1) only.node.clear();
-    return {only};
+    if (scale.sites.empty()) return {};
+    return {scale};
   }
 
   std::vector<const Pass*> passes() const override {

@@ -108,6 +108,7 @@ class CaseChecker {
 
   // Sets constant `c` of graph g to `value` where the graph holds it.
   static bool put_back(Graph& g, const GraphConstant& c, double value);
+  static bool put_back(Graph& g, const ConstantSite& s, double value);
   static std::string number_str(double x);
   /// "; the row's largest score X" for query row `row`, or "" without one.
   static std::string largest_score(const Golden& gold, int64_t row);

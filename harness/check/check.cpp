@@ -153,6 +153,10 @@ std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& 
         decisions->insert(decisions->end(), r.decisions.begin(), r.decisions.end());
         decision_pass_.resize(decisions->size(), static_cast<int>(i));
       }
+    } catch (const PassUnsupported& e) {
+      if (forcing) return std::nullopt;
+      result_.findings.push_back(unsupported("pass " + passes[i]->name() + " raised: " + e.what()));
+      return std::nullopt;
     } catch (const std::exception& e) {
       if (forcing) return std::nullopt;  // a forced rewrite that fails is just unsound
       result_.findings.push_back(finding(Verdict::unexpected_error, Check::robustness,

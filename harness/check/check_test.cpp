@@ -56,14 +56,17 @@ class ToyReference : public ReferenceModel {
 
 using Rewrite = std::function<ValueRef(Graph& out, ValueRef sdpa_output)>;
 
+enum class Raise { no, error, unsupported };
+
 // Rewrites the SDPA node into itself followed by `extra` (or raises).
 class ToyPass : public Pass {
  public:
-  ToyPass(Rewrite extra, bool raises) : extra_(std::move(extra)), raises_(raises) {}
+  ToyPass(Rewrite extra, Raise raises) : extra_(std::move(extra)), raises_(raises) {}
   std::string name() const override { return "toy"; }
   using Pass::run;
   Result run(const Graph& g, const ShapeEnv& env, const RewriteControl&) const override {
-    if (raises_) throw std::runtime_error("toy pass failed");
+    if (raises_ == Raise::error) throw std::runtime_error("toy pass failed");
+    if (raises_ == Raise::unsupported) throw PassUnsupported("Mask rank is not 2");
     Result r;
     GraphRewriter rw(g);
     for (const Node& n : g.nodes) {
@@ -82,12 +85,12 @@ class ToyPass : public Pass {
 
  private:
   Rewrite extra_;
-  bool raises_;
+  Raise raises_;
 };
 
 class ToyTarget : public Target {
  public:
-  ToyTarget(Rewrite extra, bool raises, bool broken_invariant)
+  ToyTarget(Rewrite extra, Raise raises, bool broken_invariant)
       : pass_(std::move(extra), raises), broken_invariant_(broken_invariant) {}
   std::string name() const override { return "toy"; }
   const Options& options() const override { return options_; }
@@ -116,7 +119,7 @@ class ToyTarget : public Target {
   bool broken_invariant_;
 };
 
-Verdict verdict_of(Rewrite extra, bool raises = false, bool invariant = false, bool disagree = false) {
+Verdict verdict_of(Rewrite extra, Raise raises = Raise::no, bool invariant = false, bool disagree = false) {
   ToyTarget t(std::move(extra), raises, invariant);
   ToyReference ref(disagree);
   return run_case(t, ref, toy_case()).verdict;
@@ -125,15 +128,23 @@ Verdict verdict_of(Rewrite extra, bool raises = false, bool invariant = false, b
 TEST(Checks, AFaithfulRewritePasses) { EXPECT_EQ(verdict_of(nullptr), Verdict::pass); }
 
 TEST(Checks, OracleDisagreementIsTheVerdict) {
-  EXPECT_EQ(verdict_of(nullptr, false, false, true), Verdict::oracle_disagree);
+  EXPECT_EQ(verdict_of(nullptr, Raise::no, false, true), Verdict::oracle_disagree);
 }
 
 TEST(Checks, APassThatRaisesIsAnUnexpectedError) {
-  EXPECT_EQ(verdict_of(nullptr, true), Verdict::unexpected_error);
+  EXPECT_EQ(verdict_of(nullptr, Raise::error), Verdict::unexpected_error);
+}
+
+TEST(Checks, APassThatRaisesOnAFormItDoesNotTakeMakesTheCaseUnsupported) {
+  ToyTarget t(nullptr, Raise::unsupported, false);
+  ToyReference ref(false);
+  CaseResult r = run_case(t, ref, toy_case());
+  ASSERT_EQ(r.verdict, Verdict::unsupported);
+  EXPECT_EQ(r.primary()->detail, "pass toy raised: Mask rank is not 2");
 }
 
 TEST(Checks, ABrokenInvariantIsReported) {
-  EXPECT_EQ(verdict_of(nullptr, false, true), Verdict::broken_invariant);
+  EXPECT_EQ(verdict_of(nullptr, Raise::no, true), Verdict::broken_invariant);
 }
 
 // A lone accepted node is judged by the rule every forced or held rewrite
@@ -142,7 +153,7 @@ TEST(Checks, ABrokenInvariantIsReported) {
 TEST(Checks, ALoneDecisionThatBreaksAnInvariantIsNotSoundAlone) {
   ToyReference ref(false);
   for (bool invariant : {false, true}) {
-    ToyTarget t(nullptr, false, invariant);
+    ToyTarget t(nullptr, Raise::no, invariant);
     CaseResult r = run_case(t, ref, toy_case());
     ASSERT_EQ(r.decisions.size(), 1u);
     EXPECT_TRUE(r.decisions[0].rewrite);

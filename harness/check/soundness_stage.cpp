@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "harness/check/case_checker.h"
 
 namespace sdpa {
@@ -85,18 +87,33 @@ void CaseChecker::name_changed_constants(Finding& f, const Graph& g0, const Grap
   }
 }
 
-// Sets constant `c` of graph g to `value` where the graph holds it.
+// Sets constant `c` of graph g to `value` where the graph holds it: the
+// first site to `value`, every other factor to 1.
 bool CaseChecker::put_back(Graph& g, const GraphConstant& c, double value) {
-  int i = g.find(c.node);
+  if (c.sites.empty()) return false;
+  for (size_t k = 0; k < c.sites.size(); ++k)
+    if (!put_back(g, c.sites[k], k == 0 ? value : 1.0)) return false;
+  return true;
+}
+
+bool CaseChecker::put_back(Graph& g, const ConstantSite& s, double value) {
+  if (!s.buffer.empty()) {
+    auto it = g.constants.find(s.buffer);
+    if (it == g.constants.end()) return false;
+    // Unrounded on purpose: the entry computed with this value.
+    std::fill(it->second.data.begin(), it->second.data.end(), value);
+    return true;
+  }
+  int i = g.find(s.node);
   if (i < 0) return false;
   Node& n = g.nodes[i];
-  if (!c.kwarg.empty()) {
+  if (!s.kwarg.empty()) {
     for (auto& [key, arg] : n.kwargs)
-      if (key == c.kwarg) return arg = value, true;
+      if (key == s.kwarg) return arg = value, true;
     return false;
   }
-  if (c.arg < 0 || c.arg >= static_cast<int>(n.args.size())) return false;
-  n.args[c.arg] = value;
+  if (s.arg < 0 || s.arg >= static_cast<int>(n.args.size())) return false;
+  n.args[s.arg] = value;
   return true;
 }
 

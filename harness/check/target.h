@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,15 @@ struct RewriteControl {
   }
 };
 
+/// What a pass throws where its upstream raises on a form it does not take
+/// (an assert that aborts the pass rather than skipping the node): the
+/// case is `unsupported`, with the message. Any other exception a pass
+/// throws is an unexpected error.
+class PassUnsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// A rewrite pass: a guard that decides per node, and the rewrite.
 class Pass {
  public:
@@ -70,18 +80,27 @@ struct KernelSetInfo {
   NumericsFn numerics;
 };
 
+/// One place a graph holds a scalar: keyword `kwarg` or else positional
+/// argument `arg` of node `node`, or every element of the graph constant
+/// (buffer) `buffer`.
+struct ConstantSite {
+  std::string node;
+  std::string kwarg;
+  int arg = -1;
+  std::string buffer;
+};
+
 /// A scalar a graph computes with (a scale literal, a recovered scale), as
 /// the graph holds it: compared between the entry and the rewritten graph.
 struct GraphConstant {
   std::string name;  // "scale"
   double value = 0.0;
   DType dtype = DType::f32;  // the dtype it is rounded to: its ulps are counted in it
-  /// Where the graph holds it: node `node`, keyword `kwarg` or else
-  /// positional argument `arg`; the checker puts the entry's value back
-  /// there to see whether the rounding alone explains a difference.
-  std::string node;
-  std::string kwarg;
-  int arg = -1;
+  /// Where the graph holds it, as factors whose product is `value` (a
+  /// scale split over q and k^T has two); the checker puts the entry's
+  /// value back (into the first, 1 into the others) to see whether the
+  /// rounding alone explains a difference. Empty: nowhere to put it.
+  std::vector<ConstantSite> sites;
 };
 
 /// A difference between the target and aten the target declares up front.

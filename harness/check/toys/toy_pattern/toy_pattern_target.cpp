@@ -155,10 +155,10 @@ class ToyPatternTarget : public Target {
   std::vector<GraphConstant> constants(const Graph& g) const override {
     std::vector<GraphConstant> out;
     for (const Node& n : g.nodes) {
-      if (n.op == kMulScalar) out.push_back({"scale", std::get<double>(n.args[1]), DType::f32, n.name, "", 1});
+      if (n.op == kMulScalar) out.push_back({"scale", std::get<double>(n.args[1]), DType::f32, {{n.name, "", 1}}});
       if (n.op == kSdpa)
         if (const Arg* s = n.kwarg("scale"))
-          out.push_back({"scale", std::get<double>(*s), DType::f32, n.name, "scale", -1});
+          out.push_back({"scale", std::get<double>(*s), DType::f32, {{n.name, "scale"}}});
     }
     return out;
   }
