@@ -184,13 +184,22 @@ std::map<NodeKey, const GateDecision*> by_node(const DecisionsFile& f) {
   return out;
 }
 
+// The case verdict of each sample index (every decision of a case carries it).
+std::map<int64_t, std::string> case_verdicts(const DecisionsFile& f) {
+  std::map<int64_t, std::string> out;
+  for (const auto& d : f.decisions) out[d.index] = d.verdict;
+  return out;
+}
+
 // A decision one policy has and the other lacks (its pass matched nothing
-// or raised there): kept, unsound.
-GateDecision absent(const GateDecision& other) {
+// or raised there): kept, unsound; its verdict is that policy's own for the case.
+GateDecision absent(const GateDecision& other, const std::map<int64_t, std::string>& verdicts) {
   GateDecision d = other;
   d.rewrite = false;
   d.sound = false;
   d.rule = "no-decision";
+  auto it = verdicts.find(d.index);
+  if (it != verdicts.end()) d.verdict = it->second;
   return d;
 }
 
@@ -219,12 +228,13 @@ GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile&
   std::map<NodeKey, std::pair<const GateDecision*, const GateDecision*>> pairs;
   for (const auto& [k, d] : b) pairs[k].first = d;
   for (const auto& [k, d] : h) pairs[k].second = d;
+  const auto base_verdicts = case_verdicts(base), head_verdicts = case_verdicts(head);
   GateComparison cmp;
   for (GateClass c : gate_classes()) cmp.changes[c];
   cmp.cases = static_cast<int64_t>(cases.size());
   for (const auto& [key, pair] : pairs) {
-    const GateDecision bd = pair.first ? *pair.first : absent(*pair.second);
-    const GateDecision hd = pair.second ? *pair.second : absent(*pair.first);
+    const GateDecision bd = pair.first ? *pair.first : absent(*pair.second, base_verdicts);
+    const GateDecision hd = pair.second ? *pair.second : absent(*pair.first, head_verdicts);
     ++cmp.decisions;
     if (auto cls = classify(bd, hd)) {
       cmp.changes[*cls].push_back({bd, hd});

@@ -73,6 +73,19 @@ TEST(Gate, EveryDecisionOfACaseIsComparedNodeByNode) {
   EXPECT_EQ(partial.still_missed, 1);
 }
 
+TEST(Gate, ANodeOnlyTheHeadDecidedOnShowsTheBasesOwnVerdictForTheCase) {
+  GateDecision none = decision(0, false, false);
+  none.rule = "no-decision";
+  none.verdict = "pass";
+  DecisionsFile head = file({on_node(decision(0, true, false), "%mul")});
+  GateComparison c = compare_decisions(file({none}), head);
+  ASSERT_EQ(c.changes[GateClass::newly_unsound].size(), 1u);
+  const GateChange& ch = c.changes[GateClass::newly_unsound][0];
+  EXPECT_EQ(ch.base.rule, "no-decision");
+  EXPECT_EQ(ch.base.verdict, "pass");
+  EXPECT_EQ(ch.head.verdict, "unsound-rewrite");
+}
+
 TEST(Gate, SmallestCaseOfAClass) {
   std::vector<GateChange> changes{{decision(0, true, true, 9), decision(0, false, true, 9)},
                                   {decision(1, true, true, 3), decision(1, false, true, 3)}};
