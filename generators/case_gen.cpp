@@ -115,7 +115,7 @@ Gen<Case> gen_case(const GenPolicy& p, const CaseSpace& space) {
     Gen<CaseDraw> draw = gen::build<CaseDraw>(
         gen::set(&CaseDraw::dtype, gen_dtype(p, space)),
         gen::set(&CaseDraw::layout, gen_layout(p, space)),
-        gen::set(&CaseDraw::heads, gen_heads(p, caps.heads)),
+        gen::set(&CaseDraw::heads, gen_heads(p, caps.heads, space.grouped_heads)),
         gen::set(&CaseDraw::batch, gen_batch(p, space, caps.batch)),
         gen::set(&CaseDraw::dims, gen_head_dims(p, caps.head_dim)),
         gen::set(&CaseDraw::lengths, gen_lengths(p, caps.len)),

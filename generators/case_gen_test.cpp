@@ -20,6 +20,8 @@ CaseSpace restricted_space() {
   s.bshd_layout = false;
   s.dropout = false;
   s.masks = false;
+  s.causal = false;
+  s.grouped_heads = false;
   s.dynamic_dims = false;
   s.max_batch_rank = 0;
   return s;
@@ -43,6 +45,8 @@ void expect_inside(const Case& c, const CaseSpace& space) {
   EXPECT_TRUE(space.start_pos || c.start_pos == SymExpr(0)) << json;
   EXPECT_TRUE(space.dropout || c.dropout_p == 0.0) << json;
   EXPECT_TRUE(space.masks || !c.mask) << json;
+  EXPECT_TRUE(space.causal || !c.is_causal) << json;
+  EXPECT_TRUE(space.grouped_heads || (c.kv_heads == c.q_heads && !c.enable_gqa)) << json;
   EXPECT_TRUE(space.dynamic_dims || c.symbols.empty()) << json;
   EXPECT_LE(c.batch.size(), static_cast<size_t>(space.max_batch_rank)) << json;
   EXPECT_LT(c.data.seed, uint64_t{1} << 53) << json;

@@ -22,7 +22,7 @@ Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space, siz
                                  int64_t max_len) {
   using K = AttentionDraw::Kind;
   using MK = GenPolicy::MaskKind;
-  const double none = weight_of(p, MK::none), causal = std::clamp(p.p_causal, 0.0, 1.0);
+  const double none = weight_of(p, MK::none), causal = space.causal ? std::clamp(p.p_causal, 0.0, 1.0) : 0.0;
   const double masks = space.masks ? 1.0 : 0.0;
   const Weighted<K> kinds = {{K::none, none * (1 - causal)},
                              {K::causal, none * causal},

@@ -18,6 +18,19 @@ int ratio_bucket(double ratio) {
 
 std::string ratio_edge_label(int bucket) { return "1e" + std::to_string(bucket - 6); }
 
+int lsb_bucket(double lsb) {
+  if (!(lsb > 0.5)) return 0;
+  double edge = 1.0;
+  for (int b = 1; b < kLsbBuckets - 1; ++b, edge *= 2)
+    if (lsb <= edge) return b;
+  return kLsbBuckets - 1;
+}
+
+std::string lsb_edge_label(int bucket) {
+  if (bucket == 0) return "0.5";
+  return std::to_string(int64_t{1} << (bucket - 1));
+}
+
 int length_bucket(int64_t len) {
   if (len <= 0) return -1;
   int k = 0;
@@ -54,6 +67,10 @@ void CampaignStats::add(const std::string& target, const Case& c, const CaseResu
     auto& buckets = t.ratios[{dtype_name(a.dtype), a.kernel_set}];
     buckets.resize(kRatioBuckets);
     ++buckets[ratio_bucket(a.ratio)];
+    if (a.error_lsb < 0) continue;
+    auto& lsb = t.lsb[{dtype_name(a.dtype), a.kernel_set}];
+    lsb.resize(kLsbBuckets);
+    ++lsb[lsb_bucket(a.error_lsb)];
   }
   if (!r.decisions.empty())
     for (const auto& cls : classify_(c))

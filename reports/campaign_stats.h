@@ -24,6 +24,13 @@ int ratio_bucket(double ratio);
 /// The upper edge of bucket b < kRatioBuckets - 1: "1e-6" for bucket 0, "1e0" for 6.
 std::string ratio_edge_label(int bucket);
 
+/// End-to-end errors in output LSB in octave buckets, upper edge included:
+/// bucket 0 is [0, 1/2], then (1/2, 1], (1, 2], ... (32, 64], the last (64, inf].
+constexpr int kLsbBuckets = 9;
+int lsb_bucket(double lsb);
+/// The upper edge of bucket b < kLsbBuckets - 1: "0.5", "1", "2", ... "64".
+std::string lsb_edge_label(int bucket);
+
 /// Lengths in log2 buckets: bucket k holds [2^k, 2^(k+1)); bucket -1 holds 0.
 int length_bucket(int64_t len);
 std::string length_bucket_label(int bucket);  // "0", "1", "2-3", "4-7"
@@ -45,6 +52,9 @@ struct TargetStats {
   std::map<std::string, int64_t> verdicts;
   /// (dtype, kernel set) -> counts per ratio bucket (kRatioBuckets entries).
   std::map<std::pair<std::string, std::string>, std::vector<int64_t>> ratios;
+  /// (dtype, kernel set) -> counts per LSB bucket (kLsbBuckets entries), for
+  /// kernel sets whose output is int8 (AccuracySample::error_lsb).
+  std::map<std::pair<std::string, std::string>, std::vector<int64_t>> lsb;
   /// case class -> deciding rule ("accept" or the first failed rule) -> decisions.
   std::map<std::string, std::map<std::string, int64_t>> guard;
   Coverage coverage;

@@ -74,6 +74,32 @@ TEST(Coverage, HeadLayoutsAndMaskKinds) {
   EXPECT_EQ(mask_kinds(c), std::vector<std::string>{"bool"});
 }
 
+TEST(CampaignStats, LsbBucketsAreOctavesWithTheUpperEdgeIncluded) {
+  EXPECT_EQ(lsb_bucket(0.0), 0);
+  EXPECT_EQ(lsb_bucket(0.5), 0);
+  EXPECT_EQ(lsb_bucket(0.51), 1);
+  EXPECT_EQ(lsb_bucket(1.0), 1);
+  EXPECT_EQ(lsb_bucket(1.5), 2);
+  EXPECT_EQ(lsb_bucket(64.0), kLsbBuckets - 2);
+  EXPECT_EQ(lsb_bucket(65.0), kLsbBuckets - 1);
+  EXPECT_EQ(lsb_edge_label(0), "0.5");
+  EXPECT_EQ(lsb_edge_label(1), "1");
+  EXPECT_EQ(lsb_edge_label(kLsbBuckets - 2), "64");
+}
+
+TEST(CampaignStats, CountsTheErrorInOutputLsbOnlyForInt8Outputs) {
+  CampaignStats stats = stats_with({});
+  CaseResult r;
+  r.accuracy = {{"cmsis-nn", DType::f32, 0.1, 0.1, 0.75}, {"cmsis-nn", DType::f32, 0.1, 0.1, 3.0},
+                {"portable", DType::f32, 0.1}};
+  stats.add("cortex-m", lengths(1, 1), r);
+  const auto& lsb = stats.targets().at("cortex-m").lsb;
+  ASSERT_EQ(lsb.size(), 1u);
+  const auto& counts = lsb.at({"f32", "cmsis-nn"});
+  EXPECT_EQ(counts[lsb_bucket(0.75)], 1);
+  EXPECT_EQ(counts[lsb_bucket(3.0)], 1);
+}
+
 TEST(CampaignStats, CountsVerdictsRatiosAndCoveragePerTarget) {
   CampaignStats stats = stats_with({});
   CaseResult pass, unsound;

@@ -49,8 +49,8 @@ const char* kErrorHook =
     "  document.body.dataset.renderStatus = 'script-error: ' + message;\n"
     "};</script>\n";
 
-const std::vector<std::string> kSections = {"summary", "verdicts", "error-ratios", "guard-decisions", "coverage",
-                                            "findings"};
+const std::vector<std::string> kSections = {"summary",  "verdicts", "error-ratios", "error-lsb",
+                                            "guard-decisions", "coverage", "findings"};
 
 std::string fixed(double v, int digits) {
   std::ostringstream o;
@@ -106,6 +106,7 @@ std::string html_report(const RunSettings& s, const std::vector<TargetRun>& runs
   for (const auto& id : kSections) o << "<a href=\"#" << id << "\">" << id << "</a>";
   o << "</nav>\n";
   o << summary_section(s, runs) << verdict_section(runs, stats) << ratio_section(runs, stats)
+    << lsb_section(runs, stats)
     << guard_section(runs, stats) << variant_section(runs) << coverage_section(runs, stats)
     << html_findings_section(runs);
   o << status_script() << "</body>\n</html>\n";

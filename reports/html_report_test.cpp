@@ -43,12 +43,27 @@ Campaign campaign() {
 TEST(HtmlReport, HasEverySectionAndTheStatusScript) {
   Campaign k = campaign();
   std::string page = html_report(RunSettings{}, k.runs, k.stats);
-  for (const char* id : {"summary", "verdicts", "error-ratios", "guard-decisions", "coverage", "findings"})
+  for (const char* id : {"summary", "verdicts", "error-ratios", "error-lsb", "guard-decisions", "coverage", "findings"})
     EXPECT_NE(page.find("<section id=\"" + std::string(id) + "\">"), std::string::npos) << id;
   EXPECT_NE(page.find("window.onerror"), std::string::npos);
   EXPECT_LT(page.find("window.onerror"), page.find("<h1>"));
   EXPECT_NE(page.find("document.body.dataset.renderStatus = missing.length ?"), std::string::npos);
   EXPECT_EQ(page.rfind("</script>"), page.find("</body>") - 10);  // the status script is the last thing
+}
+
+TEST(HtmlReport, PlotsTheErrorInOutputLsbOfAnInt8KernelSet) {
+  Campaign k = campaign();
+  std::string page = html_report(RunSettings{}, k.runs, k.stats);
+  EXPECT_NE(page.find("No kernel set with an int8 output."), std::string::npos);
+  CaseResult int8;
+  int8.accuracy = {{"cmsis-nn", DType::f32, 0.1, 0.1, 1.5}};
+  k.stats.add("aten", Case{}, int8);
+  page = html_report(RunSettings{}, k.runs, k.stats);
+  const size_t at = page.find("<section id=\"error-lsb\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string section = page.substr(at, page.find("</section>", at) - at);
+  EXPECT_NE(section.find("f32 \xC2\xB7 cmsis-nn (1)"), std::string::npos) << section;
+  EXPECT_NE(section.find("<svg"), std::string::npos);
 }
 
 TEST(HtmlReport, SelfContained) {

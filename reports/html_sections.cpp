@@ -131,6 +131,35 @@ std::string ratio_section(const std::vector<TargetRun>& runs, const CampaignStat
   return o.str();
 }
 
+std::string lsb_section(const std::vector<TargetRun>& runs, const CampaignStats& stats) {
+  std::ostringstream o;
+  o << "<section id=\"error-lsb\">\n<h2>Error in output LSB</h2>\n"
+    << "<p class=\"note\">For kernel sets whose output is int8: each accuracy comparison's largest |C &minus; G| "
+       "in steps of the output's quantization grid (the scale of the dequantize the graph ends with), in "
+       "octaves. Half a step is the rounding of the output alone.</p>\n";
+  std::vector<std::string> edges;
+  for (int b = 0; b + 1 < kLsbBuckets; ++b) edges.push_back(lsb_edge_label(b));
+  const std::vector<std::string> colors(kLsbBuckets, "#4c78a8");
+  bool any = false;
+  for (const auto& r : runs) {
+    const auto& lsb = stats_of(stats, r.target).lsb;
+    if (lsb.empty()) continue;
+    any = true;
+    o << "<h3>" << xml_escape(r.target) << "</h3>\n<div class=\"plots\">\n";
+    for (const auto& [key, counts] : lsb) {
+      int64_t n = 0;
+      for (int64_t c : counts) n += c;
+      Histogram h{counts, colors, edges, -1, "", "|C - G| / output step (LSB)",
+                  key.first + " \xC2\xB7 " + key.second + " (" + std::to_string(n) + ")"};
+      o << "<figure>" << svg_histogram(h) << "</figure>\n";
+    }
+    o << "</div>\n";
+  }
+  if (!any) o << "<p>No kernel set with an int8 output.</p>\n";
+  o << "</section>\n";
+  return o.str();
+}
+
 std::string guard_section(const std::vector<TargetRun>& runs, const CampaignStats& stats) {
   std::ostringstream o;
   o << "<section id=\"guard-decisions\">\n<h2>Guard decisions per case class</h2>\n"

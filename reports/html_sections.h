@@ -13,6 +13,9 @@ namespace sdpa {
 std::string verdict_section(const std::vector<TargetRun>& runs, const CampaignStats& stats);
 /// <section id="error-ratios">: a histogram per target, dtype and kernel set.
 std::string ratio_section(const std::vector<TargetRun>& runs, const CampaignStats& stats);
+/// <section id="error-lsb">: the end-to-end error in output LSB, a
+/// histogram per target and kernel set with an int8 output.
+std::string lsb_section(const std::vector<TargetRun>& runs, const CampaignStats& stats);
 /// <section id="guard-decisions">: per target, case class x deciding rule.
 std::string guard_section(const std::vector<TargetRun>& runs, const CampaignStats& stats);
 /// <section id="variants">: per target with entry variants, each variant's

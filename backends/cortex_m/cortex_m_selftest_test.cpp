@@ -71,6 +71,36 @@ TEST(CortexMDecompose, NoCrashUnsoundOrUnexpectedErrorIn1000Cases) {
   EXPECT_GT(r.guard_rules["no-mask"], 0) << run_summary_text({r});
 }
 
+// space=eligible draws only calls DecomposeSDPAPass takes: every decision
+// accepts, and the int8 pipeline's invariants and stage bounds hold.
+TEST(CortexMDecompose, TheEligibleSpaceDrawsOnlyCallsTheDecompositionTakes) {
+  TargetRun r = fixture().campaign({{"space", "eligible"}}, 500, 0, {}, /*tiny=*/false);
+  print_verdicts("cortex-m space=eligible", r);
+  EXPECT_EQ(r.verdicts["rejected"] + r.verdicts["missed-rewrite"] + r.verdicts["unsupported"], 0)
+      << run_summary_text({r});
+  for (const auto& [rule, n] : r.guard_rules) EXPECT_EQ(rule, "accept") << n;
+  EXPECT_GE(r.verdicts["pass"], 490) << run_summary_text({r});
+}
+
+// The int8 output's step comes from the dequantize the lowered graph ends
+// with; a float pipeline (quantize=off) has no LSB to count in.
+TEST(CortexMDecompose, TheEndToEndErrorIsCountedInOutputLsb) {
+  Case c;
+  c.q_len = c.kv_len = 4;
+  c.head_dim = c.value_dim = 8;
+  c.data.seed = 3;
+  CaseResult r = run_case(*fixture().registry.make("cortex-m", {}), *fixture().reference, c);
+  ASSERT_EQ(r.verdict, Verdict::pass);
+  ASSERT_EQ(r.accuracy.size(), 1u);
+  EXPECT_EQ(r.accuracy[0].kernel_set, "cmsis-nn");
+  EXPECT_GT(r.accuracy[0].error_lsb, 0.0);
+  EXPECT_LT(r.accuracy[0].error_lsb, 8.0);
+  std::printf("error %.3f LSB of the output\n", r.accuracy[0].error_lsb);
+  CaseResult f = run_case(*fixture().registry.make("cortex-m", {{"quantize", "off"}}), *fixture().reference, c);
+  ASSERT_EQ(f.accuracy.size(), 1u);
+  EXPECT_EQ(f.accuracy[0].error_lsb, -1.0);
+}
+
 TEST(CortexMDecompose, IdentityWithPassesOffPasses) {
   CheckOptions identity;
   identity.passes = false;

@@ -1,6 +1,7 @@
 #include "backends/cortex_m/cortex_m_target.h"
 
 #include <cmath>
+#include <set>
 
 #include "backends/common/sdpa_entry.h"
 #include "backends/cortex_m/calibration.h"
@@ -36,6 +37,18 @@ double score_step(const Graph& g) {
   return 0;
 }
 
+// The scale of the int8 value the graph's output dequantizes, through
+// layout ops; 0 when the output is computed in float.
+double output_step(const Graph& g) {
+  static const std::set<std::string> layout = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+                                               "aten.transpose.int", "aten.permute.default", "aten.clone.default",
+                                               "aten.contiguous.default"};
+  int i = g.outputs.at(0).node;
+  while (layout.count(g.nodes.at(i).op)) i = std::get<ValueRef>(g.nodes[i].args.at(0)).node;
+  const Node& n = g.nodes.at(i);
+  return n.op == kDequantizeOp ? std::get<double>(n.args.at(1)) : 0.0;
+}
+
 // How cmsis-nn computes a case, read from the graph it runs: int8 with
 // per-tensor min/max qparams where the graph holds the quantized bmm, the
 // portable f32 kernels otherwise (a kept SDPA upcasts like the math backend).
@@ -60,6 +73,7 @@ KernelNumerics cmsis_numerics(const Case& c, const Graph& g) {
   q.prob_step = 2 * prob;
   q.multiplier_rel = std::ldexp(1.0, -30);  // a Q31 multiplier >= 2^30, rounded by 1/2
   q.softmax = DType::f16;  // Q0.31 exp, a Q12.19 row sum and a 3-step reciprocal: about 2^-11
+  q.output_step = output_step(g);
   return KernelNumerics::quantized(q);
 }
 
@@ -84,6 +98,10 @@ class CortexMTarget : public Target {
     s.dtypes = {DType::f32};
     s.dynamic_dims = false;
     s.start_pos = false;
+    if (options_.at("space") == "eligible") {
+      // Only the calls DecomposeSDPAPass takes (semantics/passes.md §1).
+      s.masks = s.causal = s.dropout = s.grouped_heads = false;
+    }
     return s;
   }
 
@@ -148,6 +166,9 @@ class CortexMFactory : public TargetFactory {
              "DecomposeSDPAPass policy: decompose (one scale MUL, run as an int8 multiply), decompose+fold (the "
              "MUL folded into the preceding requantization), shared-decomp (sqrt(scale) into q and k), none"},
             {"entry", {"sdpa"}, "sdpa", "entry form: an fp32 aten SDPA from export, static shapes"},
+            {"space", {"all", "eligible"}, "all",
+             "all: every fp32 call (an ineligible one is checked to be left unchanged); eligible: only calls "
+             "the decomposition takes (no mask, not causal, no dropout, Hq == Hkv)"},
             {"weaken", weaken, "none", "switch off one rule of the decomposition's guard (self-tests)"},
             {"quantize", {"int8", "off"}, "int8",
              "int8: the quantizer and AtenToCortexMPass run; off: the float graph after MatmulToBmmPass"},

@@ -14,6 +14,8 @@ struct CaseSpace {
   bool start_pos = false;     // the entry form carries a KV-cache position
   bool dropout = true;
   bool masks = true;
+  bool causal = true;         // is_causal calls
+  bool grouped_heads = true;  // Hkv < Hq (GQA and MQA), and enable_gqa set
   bool dynamic_dims = true;
   int max_batch_rank = 2;
   /// Weight of each batch rank (index = rank) when the entry form prefers

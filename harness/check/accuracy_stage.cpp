@@ -42,8 +42,10 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   if (baseline) {
     bound = error_bound(r, kernel_set, *numerics);
     cmp = compare_accuracy(out, *baseline, gold, bound, dtype);
-    if (cmp.shape_ok && cmp.nonfinite_rows.empty())
-      result_.accuracy.push_back({kernel_set, dtype, cmp.ratio, cmp.model_ratio});
+    if (cmp.shape_ok && cmp.nonfinite_rows.empty()) {
+      const double step = numerics->kind == KernelNumerics::Kind::quantized ? numerics->quant.output_step : 0.0;
+      result_.accuracy.push_back({kernel_set, dtype, cmp.ratio, cmp.model_ratio, step > 0 ? cmp.max_abs / step : -1.0});
+    }
   } else {
     cmp = compare_exact(out, gold, value_scale());
   }

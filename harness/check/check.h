@@ -32,6 +32,9 @@ struct AccuracySample {
   /// The largest |C - G| / (error model + floor): how tight the bound
   /// derived from the kernel set's numerics is, the baseline rule aside.
   double model_ratio = 0.0;
+  /// The largest |C - G| in steps of the output's int8 grid (LSB), where the
+  /// kernel set declares one (QuantizedNumerics::output_step); else -1.
+  double error_lsb = -1.0;
 };
 
 struct CaseResult {

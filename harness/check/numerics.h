@@ -33,6 +33,9 @@ struct QuantizedNumerics {
   double output_qmax = 127;
   double multiplier_rel = 0;  // relative error of a fixed-point requantization multiplier
   DType softmax = DType::f32; // the float type exp and its sum are computed in
+  /// The step of the int8 output the graph dequantizes last (0: none): the
+  /// accuracy stage reports the end-to-end error in these steps (LSB).
+  double output_step = 0;
 };
 
 struct KernelNumerics {
