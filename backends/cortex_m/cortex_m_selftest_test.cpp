@@ -145,6 +145,21 @@ TEST(CortexMKnownFindings, ZeroPointTie) {
   EXPECT_EQ(found, 1);
 }
 
+// Derived qparams (S_in * scale, Z_in) are proportional by construction:
+// the same 400 data draws show no tie.
+TEST(CortexMKnownFindings, DerivedMulQparamsHaveNoZeroPointTie) {
+  auto t = fixture().registry.make("cortex-m", {{"mul-qparams", "derived"}});
+  Case c;
+  c.q_len = c.kv_len = 3;
+  c.scale = 1e4;
+  c.data.distribution = Distribution::integers;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    c.data.seed = seed;
+    CaseResult r = run_case(*t, *fixture().reference, c);
+    EXPECT_NE(r.verdict, Verdict::broken_invariant) << seed << ": " << r.primary()->detail;
+  }
+}
+
 struct Expectation {
   Options options;
   std::string verdict, name;

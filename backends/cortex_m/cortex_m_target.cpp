@@ -85,7 +85,8 @@ class CortexMTarget : public Target {
         quantized_(options_.at("quantize") == "int8"),
         decompose_(policy_, parse_guard_rule(options_.at("weaken"))),
         lower_(QuantizerConfig{policy_ == Policy::decompose_fold, options_.at("softmax-check") == "upstream",
-                               options_.at("mutant") == "non-proportional-qparams"}),
+                               options_.at("mutant") == "non-proportional-qparams",
+                               options_.at("mul-qparams") == "derived"}),
         kernels_(cmsis_nn_kernels(options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
                                                                               : cmsis::Rounding::double_rounding)),
         exact_(exact_cortex_m_kernels()) {}
@@ -169,6 +170,10 @@ class CortexMFactory : public TargetFactory {
             {"space", {"all", "eligible"}, "all",
              "all: every fp32 call (an ineligible one is checked to be left unchanged); eligible: only calls "
              "the decomposition takes (no mask, not causal, no dropout, Hq == Hkv)"},
+            {"mul-qparams", {"observed", "derived"}, "observed",
+             "the scale MUL's output qparams: observed (their own min/max observer, proportional to the input's "
+             "by observation, as upstream's quantizer gives them) or derived (S_in * scale and Z_in for a positive "
+             "scale, #22796's proposal)"},
             {"weaken", weaken, "none", "switch off one rule of the decomposition's guard (self-tests)"},
             {"quantize", {"int8", "off"}, "int8",
              "int8: the quantizer and AtenToCortexMPass run; off: the float graph after MatmulToBmmPass"},

@@ -82,6 +82,12 @@ class Lowering {
     if (softmax_.count(v.node)) return QParams{kSoftmaxOutScale, kSoftmaxOutZeroPoint, -128, 127};
     if (shared_.count(v.node)) return annotation(*tensor_arg(p, 0));
     if (cfg_.observer_before_mul && scale_muls_.count(v.node)) return minmax_qparams(observed(*tensor_arg(p, 0)));
+    if (cfg_.derive_mul_output && scale_muls_.count(v.node))
+      if (const double c = std::get<double>(p.args.at(1)); c > 0) {
+        QParams in = annotation(*tensor_arg(p, 0));
+        in.scale *= c;
+        return in;
+      }
     return minmax_qparams(observed(v));
   }
 

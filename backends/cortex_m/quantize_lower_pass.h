@@ -41,6 +41,9 @@ struct QuantizerConfig {
   bool fold = false;                    // decompose+fold
   bool upstream_softmax_check = true;   // the channels-last quirk of CortexMSoftmaxCheck
   bool observer_before_mul = false;     // mutant: the MUL's output observer reads its input
+  /// The scale MUL's output qparams derived from its input's, S_in·c and
+  /// Z_in, for c > 0 (the derivation #22796 proposes); else observed.
+  bool derive_mul_output = false;
   LinearMeta linear = LinearMeta::not_annotated;
 };
 

@@ -106,6 +106,22 @@ void meta_check_mask(const ValueInfo& mask) {
                              dtype_name(mask.dtype));
 }
 
+// The same Meta kernel's asserts on q, k, v (custom_ops.py, checked by
+// running it side by side): q's dtype, and key.size() == value.size(),
+// which a symbolic size answers on its hint, as fake tensors do.
+void meta_check_qkv(const Graph& g, ValueRef q, ValueRef k, ValueRef v, const ShapeEnv& env) {
+  const DType t = g.info(q).dtype;
+  if (t != DType::f32 && t != DType::bf16 && t != DType::f16)
+    throw std::runtime_error(std::string("AssertionError in custom_sdpa meta (_validate_params): query dtype must "
+                                         "be float32, bfloat16 or float16, got ") + dtype_name(t));
+  const SymShape &ks = g.info(k).shape, &vs = g.info(v).shape;
+  bool same = ks.size() == vs.size();
+  for (size_t d = 0; same && d < ks.size(); ++d) same = ks[d] == vs[d] || env.on_hint(Fact{ks[d], Rel::eq, vs[d]}).value_or(false);
+  if (!same)
+    throw std::runtime_error("AssertionError in custom_sdpa meta (_validate_params): key.size() == value.size() "
+                             "failed: " + shape_str(ks) + " and " + shape_str(vs));
+}
+
 class Rewriter {
  public:
   Rewriter(const PassConfig& cfg, const ReplaceSdpaWithCustomSdpaPass& pass, const ShapeEnv& env,
@@ -161,8 +177,9 @@ class Rewriter {
       bool was_bool = out.info(*mask).dtype == DType::b8;
       if (out.info(*mask).shape.size() > 2) mask = emit.squeeze_leading(*mask);
       if (was_bool) mask = emit.bool_to_additive(*mask);
-      meta_check_mask(out.info(*mask));
     }
+    meta_check_qkv(out, q, k, v, env_);
+    if (mask) meta_check_mask(out.info(*mask));
     return emit.custom_sdpa(q, k, v, mask, call, is_causal);
   }
 
@@ -201,6 +218,7 @@ class Rewriter {
     ValueRef q = emit.swap_seq_and_heads(call.q, "q_bshd");
     ValueRef k = emit.swap_seq_and_heads(call.k, "k_bshd");
     ValueRef v = emit.swap_seq_and_heads(call.v, "v_bshd");
+    meta_check_qkv(out, q, k, v, env_);
     if (mask) meta_check_mask(out.info(*mask));
     return emit.custom_sdpa(q, k, v, mask, call, is_causal);
   }

@@ -47,15 +47,38 @@ TEST(UpstreamPass, RewritesToCustomSdpaWithStartPosZero) {
   EXPECT_EQ(r.graph.count("aten.transpose.int"), 4);
 }
 
-TEST(UpstreamPass, HasNoGuardOnLengthsHeadsDropoutOrDtype) {
+TEST(UpstreamPass, HasNoGuardOnLengthsOrDropout) {
   Case c = base();
   c.kv_len = 7;
   c.dropout_p = 0.5;
-  c.value_dim = 4;
-  c.dtype = DType::f64;
   Pass::Result r = run(c, upstream());
   EXPECT_TRUE(r.decisions[0].rewrite);
   EXPECT_EQ(r.graph.count(kCustomSdpaOp), 1);
+}
+
+// Dtype and head sizes are not the pass's rules: the Meta kernel's asserts
+// raise while the pass builds the call.
+TEST(UpstreamPass, TheMetaKernelAssertsQueryDtypeAndKeyValueSizes) {
+  auto message = [](const Case& c) {
+    try {
+      run(c, upstream());
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no raise");
+  };
+  Case f64 = base();
+  f64.dtype = DType::f64;
+  EXPECT_EQ(message(f64), "AssertionError in custom_sdpa meta (_validate_params): query dtype must be float32, "
+                          "bfloat16 or float16, got f64");
+  Case ev = base();
+  ev.value_dim = ev.head_dim + 1;
+  EXPECT_NE(message(ev).find("key.size() == value.size() failed"), std::string::npos) << message(ev);
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    Case ok = base();
+    ok.dtype = t;
+    EXPECT_EQ(message(ok), "no raise") << dtype_name(t);
+  }
 }
 
 TEST(UpstreamPass, TransposesComeBeforeTheRankCheck) {
