@@ -12,7 +12,7 @@ KILLS=${2:-50}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 PY=/usr/bin/python3
-ARGS=(--target aten --option mutant=drop-scale --cases 400 --seed 11 --no-timing)
+ARGS=(--target aten --option mutant=drop-scale --cases 150 --seed 11 --no-timing)
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
@@ -36,7 +36,9 @@ sys.exit(1 if bad else 0)
 PYEOF
 }
 
+t0=$(date +%s.%N)
 "$BIN" fuzz "${ARGS[@]}" --corpus "$TMP/c0" --run-dir "$TMP/r0" >/dev/null || fail "uninterrupted run"
+T=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')  # the run's wall time, start-up included
 grep -q '"findings": \[$' "$TMP/r0/run.json" || fail "the reference run has no findings"
 
 kills=0
@@ -48,7 +50,7 @@ while [ $kills -lt "$KILLS" ]; do
     "$BIN" fuzz "${ARGS[@]}" --corpus "$TMP/c1" --run-dir "$TMP/r1" >/dev/null 2>&1 &
   fi
   pid=$!
-  sleep "0.$((RANDOM % 9 + 1))$((RANDOM % 10))"
+  sleep "$(awk -v t="$T" -v r=$RANDOM 'BEGIN { print t * r / 32767 }')"  # any moment of a run
   if kill -0 $pid 2>/dev/null; then
     kill -KILL $pid
     kills=$((kills + 1))
@@ -61,7 +63,11 @@ while [ $kills -lt "$KILLS" ]; do
   fi
 done
 echo "killed $kills times in $((SECONDS - start)) s"
-"$BIN" fuzz --resume "$TMP/r1" >/dev/null || fail "the last resume"
+if [ -f "$TMP/r1/checkpoint.json" ]; then
+  "$BIN" fuzz --resume "$TMP/r1" >/dev/null || fail "the last resume"
+else  # every kill came before the first checkpoint
+  "$BIN" fuzz "${ARGS[@]}" --corpus "$TMP/c1" --run-dir "$TMP/r1" >/dev/null || fail "the last run"
+fi
 cmp "$TMP/r0/run.json" <(sed "s#$TMP/c1#$TMP/c0#g" "$TMP/r1/run.json") || fail "resumed run.json differs from the uninterrupted one"
 diff <(cd "$TMP/c0" && find . -name '*.json' | sort) <(cd "$TMP/c1" && find . -name '*.json' | sort) ||
   fail "resumed corpus differs from the uninterrupted one"
@@ -69,7 +75,8 @@ diff <(cd "$TMP/c0" && find . -name '*.json' | sort) <(cd "$TMP/c1" && find . -n
 for sig in TERM INT; do
   "$BIN" fuzz "${ARGS[@]}" --corpus "$TMP/c-$sig" --run-dir "$TMP/r-$sig" >"$TMP/out-$sig" 2>&1 &
   pid=$!
-  sleep 1.5
+  for _ in $(seq 100); do [ -f "$TMP/r-$sig/checkpoint.json" ] && break; sleep 0.1; done
+  sleep 0.5
   kill -$sig $pid
   wait $pid
   rc=$?

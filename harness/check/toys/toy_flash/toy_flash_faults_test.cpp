@@ -8,6 +8,7 @@
 
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/replay.h"
 #include "harness/check/toys/toy_flash/fault_kernels.h"
 #include "harness/check/toys/toy_targets.h"
 #include "harness/io/corpus.h"
@@ -52,6 +53,17 @@ TargetRun isolated_campaign(const Options& options, const std::string& dir, int6
   return run_target_campaign(*target, *fixture().reference, generators(), o);
 }
 
+// Runs replayed cases on any toy target, in a worker with the campaign's limits.
+std::unique_ptr<IsolatedCases> replay_worker() {
+  auto made = std::make_shared<std::map<std::pair<std::string, Options>, std::unique_ptr<Target>>>();
+  auto target_for = [made](const std::string& name, const Options& options) -> const Target& {
+    auto& t = (*made)[{name, options}];
+    if (!t) t = fixture().registry.make(name, options);
+    return *t;
+  };
+  return std::make_unique<IsolatedCases>(target_for, *fixture().reference, WorkerLimits{0.25, 96});
+}
+
 int64_t largest_lq(const Case& c) {
   int64_t lq = 0;
   for (const auto& at : c.runs()) lq = std::max(lq, concrete_sizes(c, at).Lq);
@@ -75,6 +87,15 @@ void expect_finding(const std::string& fault, const std::string& verdict, const 
   EXPECT_EQ(e.expect, verdict);
   ASSERT_EQ(static_cast<int64_t>(r.crash_files.size()), r.verdicts[verdict]);
   for (const auto& path : r.crash_files) EXPECT_EQ(read_corpus_file(path).expect, verdict) << path;
+  // Replayed in a worker, the shrunk file and every crash file show their verdict again.
+  std::vector<std::string> files = r.crash_files;
+  files.push_back(w.file);
+  ReplayTally t = replay_files(files, fixture().registry, *fixture().reference, {}, false,
+                               [](const std::string& file, const ReplayOutcome* o, const std::string& error) {
+                                 EXPECT_TRUE(o && o->status == ReplayStatus::as_expected) << file << error;
+                               },
+                               replay_worker().get());
+  EXPECT_EQ(t.as_expected, static_cast<int64_t>(files.size()));
   fs::remove_all(dir);
 }
 
