@@ -15,7 +15,7 @@ command -v clang++ >/dev/null || { echo "clang++ is needed (apt-get install clan
 FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$FLAGS" -DSDPA_FUZZ_TARGETS=ON >/dev/null
-cmake --build "$BUILD" -j 2 --target corpus_reader_fuzz
+cmake --build "$BUILD" -j "${JOBS:-2}" --target corpus_reader_fuzz
 KEPT=$ROOT/harness/io/fuzz/corpus
 mkdir -p "$KEPT"
 cd "$BUILD"
