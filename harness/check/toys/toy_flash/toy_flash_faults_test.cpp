@@ -127,5 +127,40 @@ TEST(ToyFlashFaults, IsolationChangesNoResult) {
   EXPECT_EQ(isolated.worker_restarts, 0);
 }
 
+// A campaign stopped between cases resumes from its last checkpoint state
+// (through its JSON text, as the checkpoint file holds it) to the run it
+// would have made without stopping: no finding lost or doubled.
+TEST(CampaignResume, AStoppedCampaignEndsWithTheSameRun) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  CampaignOptions o;
+  o.seed = 5;
+  o.cases = 120;
+  o.isolate = true;
+  TargetRun whole = run_target_campaign(*target, *fixture().reference, generators(), o);
+  ASSERT_FALSE(whole.findings.empty());
+  for (int stop_at : {0, 1, 37, 90}) {
+    nlohmann::json state;
+    int polled = 0;
+    CampaignOptions first = o;
+    first.checkpoint = [&](const TargetRun&, const nlohmann::json& s) { state = s; };
+    first.stop_requested = [&] { return polled++ == stop_at; };
+    EXPECT_TRUE(run_target_campaign(*target, *fixture().reference, generators(), first).interrupted);
+    CampaignOptions rest = o;
+    rest.resume = nlohmann::json::parse(state.dump());
+    TargetRun resumed = run_target_campaign(*target, *fixture().reference, generators(), rest);
+    EXPECT_FALSE(resumed.interrupted);
+    EXPECT_EQ(resumed.cases, whole.cases) << "stopped at " << stop_at;
+    EXPECT_EQ(resumed.verdicts, whole.verdicts);
+    EXPECT_EQ(resumed.guard_rules, whole.guard_rules);
+    EXPECT_EQ(resumed.duplicates, whole.duplicates);
+    ASSERT_EQ(resumed.findings.size(), whole.findings.size());
+    for (size_t i = 0; i < whole.findings.size(); ++i) {
+      EXPECT_EQ(resumed.findings[i].signature, whole.findings[i].signature);
+      EXPECT_EQ(resumed.findings[i].iteration, whole.findings[i].iteration);
+      EXPECT_EQ(case_summary(resumed.findings[i].shrunk), case_summary(whole.findings[i].shrunk));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sdpa::toy_flash
