@@ -1,10 +1,13 @@
 // Throughput, time split, time-to-detect and peak memory of campaigns:
 // the figures the README reports. Usage: throughput [cases per target]
+// [in-process|isolated]: with the second argument, only the throughput rows,
+// cases run in this process or in a worker process (as sdpacheck fuzz does).
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "cli/wiring.h"
 
@@ -18,11 +21,12 @@ double peak_rss_mib() {
   return u.ru_maxrss / 1024.0;
 }
 
-void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases) {
+void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases, bool isolate) {
   auto target = f.make(resolve_options(f, {}));
   CampaignOptions o;
   o.seed = 7;
   o.cases = cases;
+  o.isolate = isolate;
   TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
   double total = r.timing.generate + r.timing.oracle + r.timing.kernels + r.timing.compare;
   std::printf("%-10s %8lld cases %8.0f cases/s   generate %4.1f%%  oracle %4.1f%%  kernels %4.1f%%  compare %4.1f%%\n",
@@ -57,7 +61,12 @@ void time_to_detect(cli::Wiring& w, const TargetFactory& f) {
 int main(int argc, char** argv) {
   int64_t cases = argc > 1 ? std::atoll(argv[1]) : 5000;
   cli::Wiring w = cli::make_wiring();
-  for (const auto* f : w.registry.all()) throughput(w, *f, cases);
+  std::string mode = argc > 2 ? argv[2] : "";
+  if (mode == "in-process" || mode == "isolated") {
+    for (const auto* f : w.registry.all()) throughput(w, *f, cases, mode == "isolated");
+    return 0;
+  }
+  for (const auto* f : w.registry.all()) throughput(w, *f, cases, false);
   for (const auto* f : w.registry.all()) time_to_detect(w, *f);
   std::printf("peak resident memory: %.1f MiB\n", peak_rss_mib());
   return 0;

@@ -32,6 +32,8 @@ check run-json-written 0 '"targets"' cat "$TMP/a/run.json"
 "$BIN" fuzz --cases 60 --seed 5 --no-corpus --no-timing --run-dir "$TMP/b1" >/dev/null
 "$BIN" fuzz --cases 60 --seed 5 --no-corpus --no-timing --run-dir "$TMP/b2" >/dev/null
 check same-seed-same-run-json 0 "" cmp "$TMP/b1/run.json" "$TMP/b2/run.json"
+"$BIN" fuzz --cases 60 --seed 5 --no-corpus --no-timing --run-dir "$TMP/b3" --in-process >/dev/null
+check isolated-same-as-in-process 0 "" cmp "$TMP/b1/run.json" "$TMP/b3/run.json"
 check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
 check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose
 check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard
@@ -78,6 +80,14 @@ sed 's/"expect": "unsound-rewrite"/"expect": "pass"/' "$FILE" >"$TMP/regression.
 check regression-exit-1 1 "REGRESSION" "$BIN" replay "$TMP/regression.json"
 sed 's/"mutant": "drop-scale"/"mutant": "none"/' "$FILE" >"$TMP/fixed.json"
 check fixed-exit-3 3 "now passes" "$BIN" replay "$TMP/fixed.json"
+check mutant-replays-in-process 0 "expect=unsound-rewrite observed=unsound-rewrite" "$BIN" replay --in-process "$FILE"
+# Isolation options and resuming.
+check fuzz-isolation-help 0 "--case-timeout" "$BIN" fuzz --help
+check fuzz-in-process 0 "run summary" "$BIN" fuzz --target aten --cases 20 --in-process --no-corpus --run-dir "$TMP/ip"
+check bad-case-timeout 2 "--case-timeout" "$BIN" fuzz --cases 5 --case-timeout -1
+check resume-without-checkpoint 2 "no checkpoint.json there" "$BIN" fuzz --resume "$TMP/none"
+check resume-of-complete-run 0 "run summary" "$BIN" fuzz --resume "$TMP/m"
+check run-json-state 0 '"state": "complete"' cat "$TMP/m/run.json"
 check fail-on-finding 1 "" "$BIN" fuzz --target aten --cases 300 --option mutant=drop-scale --no-corpus --run-dir "$TMP/m2" --fail-on-finding
 
 # explain names the diverging node and the violated fact in its first lines.

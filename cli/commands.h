@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/wiring.h"
+#include "harness/isolate/isolated_cases.h"
 
 namespace sdpa::cli {
 
@@ -14,6 +15,16 @@ enum ExitCode {
   kBadInput = 2,     // a usage error or an invalid input file
   kKnownFixed = 3,   // replay: a recorded failure now passes (update `expect`)
 };
+
+/// Where cases run (cli/isolation.cpp).
+struct IsolationArgs {
+  bool in_process = false;
+  double case_timeout = 60;
+  int64_t rss_limit_mb = 2048;
+};
+void add_isolation_options(CLI::App* cmd, IsolationArgs& a);
+/// A worker that runs cases on any target of the wiring; null with --in-process.
+std::unique_ptr<IsolatedCases> make_isolated_cases(const Wiring& w, const IsolationArgs& a);
 
 void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code);
 void add_replay_command(CLI::App& app, Wiring& w, int& exit_code);

@@ -1,10 +1,16 @@
+#include <signal.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <fstream>
 
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "generators/case_classes.h"
+#include "harness/campaign/campaign_state.h"
+#include "harness/io/atomic_write.h"
 #include "cli/commands.h"
 #include "harness/io/json_reader.h"
 #include "reports/campaign_stats.h"
@@ -26,7 +32,77 @@ struct FuzzArgs {
   bool no_corpus = false, no_timing = false, identity = false, fail_on_finding = false;
   bool record_warnings = false;
   int64_t stop_after = 0;
+  IsolationArgs isolation;
+  std::string resume;  // a run folder whose checkpoint the campaign continues from
 };
+
+constexpr const char* kCheckpointFormat = "sdpacheck.checkpoint.v1";
+
+// The settings a resumed campaign takes from its checkpoint.
+nlohmann::json args_to_json(const FuzzArgs& a) {
+  return {{"targets", a.targets},   {"options", a.options},     {"cases", a.cases},
+          {"time", a.time},         {"seed", a.seed},           {"max_size", a.max_size},
+          {"shard", a.shard},       {"corpus", a.corpus},       {"policy", a.policy},
+          {"junit", a.junit},       {"html", a.html},           {"no_corpus", a.no_corpus},
+          {"no_timing", a.no_timing}, {"identity", a.identity}, {"fail_on_finding", a.fail_on_finding},
+          {"record_warnings", a.record_warnings}, {"stop_after", a.stop_after},
+          {"in_process", a.isolation.in_process}, {"case_timeout", a.isolation.case_timeout},
+          {"rss_limit_mb", a.isolation.rss_limit_mb}};
+}
+
+FuzzArgs args_from_json(const nlohmann::json& j) {
+  FuzzArgs a;
+  j.at("targets").get_to(a.targets);
+  j.at("options").get_to(a.options);
+  j.at("cases").get_to(a.cases);
+  j.at("time").get_to(a.time);
+  j.at("seed").get_to(a.seed);
+  j.at("max_size").get_to(a.max_size);
+  j.at("shard").get_to(a.shard);
+  j.at("corpus").get_to(a.corpus);
+  j.at("policy").get_to(a.policy);
+  j.at("junit").get_to(a.junit);
+  j.at("html").get_to(a.html);
+  j.at("no_corpus").get_to(a.no_corpus);
+  j.at("no_timing").get_to(a.no_timing);
+  j.at("identity").get_to(a.identity);
+  j.at("fail_on_finding").get_to(a.fail_on_finding);
+  j.at("record_warnings").get_to(a.record_warnings);
+  j.at("stop_after").get_to(a.stop_after);
+  j.at("in_process").get_to(a.isolation.in_process);
+  j.at("case_timeout").get_to(a.isolation.case_timeout);
+  j.at("rss_limit_mb").get_to(a.isolation.rss_limit_mb);
+  return a;
+}
+
+std::string checkpoint_path(const std::string& run_dir) {
+  return (std::filesystem::path(run_dir) / "checkpoint.json").string();
+}
+
+// The checkpoint of RUN_DIR: {format, args, done: [TargetRun], current: state or null}.
+nlohmann::json read_checkpoint(const std::string& run_dir) {
+  const std::string path = checkpoint_path(run_dir);
+  std::ifstream in(path);
+  if (!in) throw InputError("--resume " + run_dir + ": no checkpoint.json there (written by sdpacheck fuzz)");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kCheckpointFormat)
+    throw InputError(path + ": not an sdpacheck checkpoint (format " + kCheckpointFormat + ")");
+  return j;
+}
+
+// Set by SIGINT and SIGTERM: the campaign stops after the case it is on
+// and writes what it did.
+volatile std::sig_atomic_t stop_signal = 0;
+
+void on_stop_signal(int sig) { stop_signal = sig; }
+
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 // The options of target `factory` among `given` ("key=value" applies to
 // every selected target that has the key, "target.key=value" to one).
@@ -93,7 +169,30 @@ void prepare_report_paths(const FuzzArgs& a) {
   if (!a.no_corpus) make(a.corpus, "--corpus");
 }
 
-int run_fuzz(const FuzzArgs& a, Wiring& w) {
+// run.json, with what is done so far while the campaign goes.
+std::string write_summary(const FuzzArgs& a, const RunSettings& s, const std::vector<TargetRun>& runs,
+                          const char* state) {
+  nlohmann::json summary = run_summary(s, runs, !a.no_timing);
+  summary["state"] = state;
+  return write_run_json(a.run_dir, summary);
+}
+
+void write_checkpoint(const FuzzArgs& a, const std::vector<TargetRun>& done, const nlohmann::json& current) {
+  nlohmann::json j = {{"format", kCheckpointFormat}, {"args", args_to_json(a)}, {"done", nlohmann::json::array()},
+                      {"current", current}};
+  for (const auto& r : done) j["done"].push_back(target_run_to_json(r));
+  write_file_atomically(checkpoint_path(a.run_dir),
+                        j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+int run_fuzz(const FuzzArgs& given, Wiring& w) {
+  nlohmann::json checkpoint;
+  FuzzArgs a = given;
+  if (!given.resume.empty()) {
+    checkpoint = read_checkpoint(given.resume);
+    a = args_from_json(checkpoint.at("args"));
+    a.run_dir = given.resume;
+  }
   CaseGeneratorFactory gen = w.generators(a.policy);
   if (!gen) throw InputError("--policy '" + a.policy + "': expected default or large");
   CampaignOptions opt;
@@ -106,11 +205,15 @@ int run_fuzz(const FuzzArgs& a, Wiring& w) {
   opt.record_warnings = a.record_warnings;
   opt.stop_after = a.stop_after;
   opt.check.passes = !a.identity;
+  opt.isolate = !a.isolation.in_process;
+  opt.limits = {a.isolation.case_timeout, a.isolation.rss_limit_mb};
+  opt.crash_dir = (std::filesystem::path(a.run_dir) / "crashes").string();
   if (isatty(STDERR_FILENO))
     opt.progress = [](const std::string& line) { std::cerr << "\r" << line << "   " << std::flush; };
   std::vector<std::string> names = a.targets;
   if (names.empty())
     for (const auto* f : w.registry.all()) names.push_back(f->name());
+  a.targets = names;
   std::vector<const TargetFactory*> factories;
   for (const auto& name : names) {
     w.registry.make(name, {});  // an unknown target name fails here, before any work
@@ -120,17 +223,38 @@ int run_fuzz(const FuzzArgs& a, Wiring& w) {
   prepare_report_paths(a);
   std::unique_ptr<CampaignStats> stats;
   if (!a.html.empty()) stats = std::make_unique<CampaignStats>(boundary_classes);
-  std::vector<TargetRun> runs;
-  for (const auto* factory : factories) {
-    const std::string& name = factory->name();
-    auto target = w.registry.make(name, options_for(*factory, a.options));
-    if (stats) opt.on_case = stats->collector(name);
-    runs.push_back(run_target_campaign(*target, *w.reference, gen, opt));
-    if (opt.progress) std::cerr << "\n";
-  }
   RunSettings s{a.seed, a.cases, a.max_size, opt.shard, opt.shards, a.policy, a.identity};
-  std::string path = write_run_json(a.run_dir, run_summary(s, runs, !a.no_timing));
+  std::vector<TargetRun> runs;
+  if (!checkpoint.is_null())
+    for (const auto& done : checkpoint.at("done")) runs.push_back(target_run_from_json(done, checkpoint_path(a.run_dir)));
+  if (checkpoint.is_null()) write_checkpoint(a, runs, nullptr);
+  catch_stop_signals();
+  opt.stop_requested = [] { return stop_signal != 0; };
+  opt.checkpoint = [&](const TargetRun& so_far, const nlohmann::json& state) {
+    write_checkpoint(a, runs, state);
+    std::vector<TargetRun> all = runs;
+    all.push_back(so_far);
+    write_summary(a, s, all, "running");
+  };
+  bool interrupted = false;
+  for (size_t k = runs.size(); k < factories.size() && !interrupted; ++k) {
+    const std::string& name = factories[k]->name();
+    auto target = w.registry.make(name, options_for(*factories[k], a.options));
+    if (stats) opt.on_case = stats->collector(name);
+    const nlohmann::json* current = checkpoint.is_null() ? nullptr : &checkpoint.at("current");
+    opt.resume = current && current->is_object() && current->value("target", "") == name ? *current : nullptr;
+    TargetRun r = run_target_campaign(*target, *w.reference, gen, opt);
+    interrupted = r.interrupted;  // the campaign's last checkpoint holds where it stopped
+    runs.push_back(r);
+    if (opt.progress) std::cerr << "\n";
+    if (!interrupted) write_checkpoint(a, runs, nullptr);
+  }
+  std::string path = write_summary(a, s, runs, interrupted ? "interrupted" : "complete");
   std::cout << run_summary_text(runs) << "run summary: " << path << "\n";
+  if (interrupted) {
+    std::cout << "interrupted by signal " << stop_signal << ": continue with sdpacheck fuzz --resume " << a.run_dir << "\n";
+    return 128 + stop_signal;
+  }
   if (!a.junit.empty()) std::cout << "junit: " << write_junit(a.junit, s, runs) << "\n";
   if (stats) std::cout << "html report: " << write_html_report(a.html, s, runs, *stats) << "\n";
   bool failed = false;
@@ -161,6 +285,11 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--identity", args->identity, "identity self-check: run every target with its passes off");
   cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
   cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(CLI::NonNegativeNumber);
+  add_isolation_options(cmd, args->isolation);
+  cmd->add_option("--resume", args->resume,
+                  "continue the interrupted campaign of this run folder from its checkpoint.json, with the "
+                  "settings it was started with (other options are ignored)")
+      ->type_name("RUN_DIR");
   cmd->add_flag("--fail-on-finding", args->fail_on_finding, "exit 1 when any case fails");
   cmd->add_option("--junit", args->junit, "write a JUnit XML file: a testsuite per target, a testcase per check")
       ->type_name("PATH");

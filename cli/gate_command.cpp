@@ -36,7 +36,8 @@ std::string label(const Options& o) {
   return s.empty() ? "defaults" : s;
 }
 
-// Replays every corpus file; counts regressions and invalid files.
+// Replays every corpus file, each case in a worker; counts regressions and
+// invalid files.
 void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r) {
   if (!std::filesystem::exists(a.corpus)) return;
   auto report = [](const std::string& file, const ReplayOutcome* o, const std::string& error) {
@@ -45,7 +46,10 @@ void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r) {
       std::cerr << "corpus: " << replay_status_name(o->status) << " " << file << " expect="
                 << o->expected << " observed=" << o->observed << "\n";
   };
-  ReplayTally t = replay_files(collect_corpus_files({a.corpus}), w.registry, *w.reference, {}, false, report);
+  // In a worker with the default limits, as replay runs them.
+  std::unique_ptr<IsolatedCases> isolated = make_isolated_cases(w, IsolationArgs{});
+  ReplayTally t = replay_files(collect_corpus_files({a.corpus}), w.registry, *w.reference, {}, false, report,
+                               isolated.get());
   r.corpus_files = t.files;
   r.corpus_regressions = t.regressions + t.fixed;
   r.corpus_invalid = t.invalid;

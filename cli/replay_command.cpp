@@ -12,6 +12,7 @@ struct ReplayArgs {
   bool verbose = false;
   int64_t max_elements = SizeLimits{}.max_tensor_elements;
   int64_t max_dim = SizeLimits{}.max_dim;
+  IsolationArgs isolation;
 };
 
 void print_finding(const Finding& f) {
@@ -44,8 +45,9 @@ int run_replay(const ReplayArgs& a, Wiring& w) {
       std::cout << "  graph before passes:\n" << o->result.graph_before << "  graph after passes:\n"
                 << o->result.graph_after;
   };
-  ReplayTally t = replay_files(collect_corpus_files(a.paths), w.registry, *w.reference, limits,
-                               a.verbose, report);
+  std::vector<std::string> files = collect_corpus_files(a.paths);
+  std::unique_ptr<IsolatedCases> isolated = make_isolated_cases(w, a.isolation);
+  ReplayTally t = replay_files(files, w.registry, *w.reference, limits, a.verbose, report, isolated.get());
   if (t.invalid) return kBadInput;
   if (t.regressed()) return kFindings;
   return t.fixed ? kKnownFixed : kOk;
@@ -66,6 +68,7 @@ void add_replay_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("-v,--verbose", args->verbose, "print every finding and the graphs before and after the passes");
   cmd->add_option("--max-elements", args->max_elements, "refuse cases with a tensor larger than this")->check(CLI::PositiveNumber);
   cmd->add_option("--max-dim", args->max_dim, "refuse cases with a size larger than this")->check(CLI::PositiveNumber);
+  add_isolation_options(cmd, args->isolation);
   cmd->callback([args, &w, &exit_code] { exit_code = run_replay(*args, w); });
 }
 

@@ -46,6 +46,8 @@ nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& r
     t["guard_rules"] = r.guard_rules;
     t["missed_rewrites_by_rule"] = r.missed_rules;
     t["duplicates"] = r.duplicates;
+    if (r.worker_restarts) t["worker_restarts"] = r.worker_restarts;
+    if (!r.crash_files.empty()) t["crash_files"] = r.crash_files;
     if (!r.variants.empty()) {
       t["variants"] = nlohmann::json::object();
       for (const auto& [name, v] : r.variants)
@@ -83,6 +85,7 @@ std::string run_summary_text(const std::vector<TargetRun>& runs) {
       if (!w.file.empty()) o << "    replay: sdpacheck replay " << w.file << "\n";
     }
     if (r.duplicates) o << "  " << r.duplicates << " more failures with an already-found signature\n";
+    for (const auto& path : r.crash_files) o << "  case that ended the worker, unshrunk: " << path << "\n";
   }
   return o.str();
 }

@@ -4,9 +4,12 @@
 #include <set>
 #include <sstream>
 
+#include "harness/campaign/campaign_state.h"
 #include "harness/case/case_json.h"
 #include "harness/case/case_validate.h"
+#include "harness/io/atomic_write.h"
 #include "harness/io/json_reader.h"
+#include "harness/isolate/isolated_cases.h"
 #include "harness/case/tensor_data.h"
 
 namespace sdpa {
@@ -54,27 +57,71 @@ class TargetCampaign {
       : target_(t), ref_(r), gen_(g(t.case_space())), opt_(o) {
     run_.target = t.name();
     run_.options = t.options();
+    if (o.isolate)
+      isolated_ = std::make_unique<IsolatedCases>(
+          [this](const std::string&, const Options&) -> const Target& { return target_; }, r, o.limits);
   }
 
   TargetRun run() {
+    int64_t first = opt_.resume.is_null() ? opt_.shard : restore(opt_.resume);
+    const double before = run_.seconds;  // spent before a resume
     auto start = Clock::now();
-    auto last_progress = start;
-    for (int64_t i = opt_.shard; i < opt_.cases; i += opt_.shards) {
-      double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      if (opt_.time_limit > 0 && elapsed >= opt_.time_limit) break;
+    auto last_progress = start, last_checkpoint = start;
+    auto elapsed = [&] { return before + std::chrono::duration<double>(Clock::now() - start).count(); };
+    for (int64_t i = first; i < opt_.cases; i += opt_.shards) {
+      if (opt_.time_limit > 0 && elapsed() >= opt_.time_limit) break;
       if (opt_.stop_after > 0 && static_cast<int64_t>(run_.findings.size()) >= opt_.stop_after) break;
+      if (opt_.stop_requested && opt_.stop_requested()) {
+        if (opt_.checkpoint) checkpoint(i, elapsed());  // resumes at this case, not yet run
+        run_.interrupted = true;
+        break;
+      }
+      const size_t found = run_.findings.size() + run_.crash_files.size();
       one_case(i);
+      const bool new_file = run_.findings.size() + run_.crash_files.size() != found;
+      if (opt_.checkpoint && (new_file || Clock::now() - last_checkpoint > std::chrono::duration<double>(
+                                                                               opt_.checkpoint_seconds))) {
+        last_checkpoint = Clock::now();
+        checkpoint(i + opt_.shards, elapsed());
+      }
       if (opt_.progress && Clock::now() - last_progress > std::chrono::milliseconds(500)) {
         last_progress = Clock::now();
-        opt_.progress(progress_line(elapsed));
+        opt_.progress(progress_line(elapsed()));
       }
     }
-    run_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    run_.seconds = elapsed();
+    if (isolated_) run_.worker_restarts = restarts_before_ + isolated_->restarts();
     if (opt_.progress) opt_.progress(progress_line(run_.seconds));
     return run_;
   }
 
  private:
+  // What a campaign resumes from: the next iteration, the run so far and
+  // the signatures seen, so no finding is lost or found twice.
+  void checkpoint(int64_t next, double seconds) {
+    TargetRun so_far = run_;
+    so_far.seconds = seconds;
+    if (isolated_) so_far.worker_restarts = restarts_before_ + isolated_->restarts();
+    nlohmann::json state = {{"target", run_.target},
+                            {"next_iteration", next},
+                            {"run", target_run_to_json(so_far)},
+                            {"seen", seen_},
+                            {"seen_raw", seen_raw_}};
+    opt_.checkpoint(so_far, state);
+  }
+
+  int64_t restore(const nlohmann::json& state) {
+    const std::string source = "checkpoint of target " + run_.target;
+    if (state.value("target", std::string()) != run_.target)
+      throw InputError(source + ": the state is of target '" + state.value("target", std::string()) + "'");
+    run_ = target_run_from_json(state.at("run"), source);
+    run_.interrupted = false;
+    restarts_before_ = run_.worker_restarts;
+    seen_ = state.at("seen").get<std::set<std::string>>();
+    seen_raw_ = state.at("seen_raw").get<std::set<std::string>>();
+    return state.at("next_iteration").get<int64_t>();
+  }
+
   std::string progress_line(double elapsed) const {
     std::ostringstream o;
     o << "[" << run_.target << "] " << run_.cases << " cases, "
@@ -96,7 +143,17 @@ class TargetCampaign {
       r.findings.push_back(f);
       return r;
     }
-    return run_case(target_, ref_, c, opt_.check);
+    return evaluate(c, opt_.check);
+  }
+
+  // run_case, in the worker when isolated; a case that ended the worker
+  // gets the target's defect class here, as the checker gives it.
+  CaseResult evaluate(const Case& c, const CheckOptions& o) {
+    if (!isolated_) return run_case(target_, ref_, c, o);
+    CaseResult r = isolated_->run(run_.target, run_.options, c, o);
+    if (isolated_->last_died())
+      for (auto& f : r.findings) f.failure_class = target_.failure_class(c);
+    return r;
   }
 
   bool worth_recording(Verdict v) const {
@@ -111,6 +168,7 @@ class TargetCampaign {
     Case c = s.value();
     double gen_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     CaseResult r = check(c);
+    if (isolated_ && isolated_->last_died()) save_crash(c, r, i);
     r.timing.generate += gen_seconds;
     add_timing(run_.timing, r.timing);
     ++run_.cases;
@@ -146,7 +204,7 @@ class TargetCampaign {
     auto [shrunk, steps] = shrink_case(s, same_failure, opt_.max_shrink_steps);
     CheckOptions keep = opt_.check;
     keep.keep_graphs = true;
-    CaseResult final_result = run_case(target_, ref_, shrunk, keep);
+    CaseResult final_result = evaluate(shrunk, keep);
     const Finding* f = final_result.primary();
     std::string signature = f ? f->signature() : key;
     if (!seen_.insert(signature).second) {
@@ -169,6 +227,21 @@ class TargetCampaign {
   }
 
   std::string write(const Case& c, const CaseResult& r, int64_t i) {
+    return write_corpus_entry(opt_.corpus_dir, entry(c, r, i, "shrunk by sdpacheck fuzz"),
+                              r.primary() ? r.primary()->signature() : "");
+  }
+
+  // The case as it ended the worker, unshrunk: kept even if shrinking or
+  // the campaign does not finish.
+  void save_crash(const Case& c, const CaseResult& r, int64_t i) {
+    if (opt_.crash_dir.empty()) return;
+    std::string text = corpus_to_json(entry(c, r, i, "ended an sdpacheck fuzz worker; not shrunk")).dump(2) + "\n";
+    std::string path = opt_.crash_dir + "/crash-" + short_hash(text) + ".json";
+    write_file_atomically(path, text);
+    run_.crash_files.push_back(path);
+  }
+
+  CorpusEntry entry(const Case& c, const CaseResult& r, int64_t i, const std::string& notes) const {
     CorpusEntry e;
     e.target = run_.target;
     e.options = run_.options;
@@ -179,8 +252,8 @@ class TargetCampaign {
     e.provenance = {{"version", kVersion},
                     {"seed", opt_.seed},
                     {"iteration", i},
-                    {"notes", "shrunk by sdpacheck fuzz"}};
-    return write_corpus_entry(opt_.corpus_dir, e, r.primary() ? r.primary()->signature() : "");
+                    {"notes", notes}};
+    return e;
   }
 
   const Target& target_;
@@ -188,6 +261,8 @@ class TargetCampaign {
   rc::Gen<Case> gen_;
   const CampaignOptions& opt_;
   TargetRun run_;
+  std::unique_ptr<IsolatedCases> isolated_;  // null: cases run in this process
+  int64_t restarts_before_ = 0;              // worker restarts before a resume
   std::set<std::string> seen_;      // signatures of recorded (shrunk) findings
   std::set<std::string> seen_raw_;  // signatures of failures before shrinking
 };

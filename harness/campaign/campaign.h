@@ -9,6 +9,7 @@
 #include <rapidcheck.h>
 
 #include "harness/check/check.h"
+#include "harness/isolate/worker.h"
 #include "harness/io/corpus.h"
 #include "harness/check/target.h"
 
@@ -16,6 +17,8 @@ namespace sdpa {
 
 /// Makes the case generator for a target's case space (generators/ provides it).
 using CaseGeneratorFactory = std::function<rc::Gen<Case>(const CaseSpace&)>;
+
+struct TargetRun;
 
 struct CampaignOptions {
   uint64_t seed = 1;
@@ -28,7 +31,26 @@ struct CampaignOptions {
   bool record_warnings = false;  // also shrink and write missed-rewrite
   int64_t stop_after = 0;        // stop a target after this many distinct findings; 0: never
   CheckOptions check;
+  /// Run every case, shrink steps included, in a worker process (worker.h)
+  /// under `limits`: a crash, hang or memory overrun becomes a crash,
+  /// timeout or oom finding and the campaign goes on. false: in this process.
+  bool isolate = false;
+  WorkerLimits limits;
+  /// Where a generated case that ended a worker is saved, before shrinking,
+  /// as crash-<hash>.json (a corpus entry); empty: not saved.
+  std::string crash_dir;
   std::function<void(const std::string&)> progress;  // called about twice a second
+  /// Called with the run so far, and the state a campaign resumes from
+  /// (campaign_state.h), every checkpoint_seconds and after each finding:
+  /// the command writes run.json and the checkpoint with them.
+  std::function<void(const TargetRun& so_far, const nlohmann::json& state)> checkpoint;
+  double checkpoint_seconds = 1.0;
+  /// A state a checkpoint gave: the campaign goes on from there, with the
+  /// same findings and counts as if it had never stopped. null: from the start.
+  nlohmann::json resume;
+  /// Polled between cases; true ends the campaign early (SIGINT, SIGTERM),
+  /// with what was done so far and TargetRun::interrupted set.
+  std::function<bool()> stop_requested;
   /// Called with every generated case and its result (not shrink steps).
   std::function<void(const Case&, const CaseResult&)> on_case;
 };
@@ -60,6 +82,9 @@ struct TargetRun {
   std::map<std::string, VariantRun> variants;
   std::vector<WrittenFinding> findings;      // one per distinct signature
   int64_t duplicates = 0;  // failures whose signature was already found
+  bool interrupted = false;  // stop_requested ended it before its last case
+  int64_t worker_restarts = 0;  // isolated: workers started again after a case ended one
+  std::vector<std::string> crash_files;  // isolated: the saved cases that ended a worker
   Timing timing;
   double seconds = 0.0;
 };

@@ -42,12 +42,18 @@ CorpusEntry read_replay_entry(const std::string& path, const TargetRegistry& reg
 }
 
 ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
-                           const ReferenceModel& reference, bool keep_graphs) {
+                           const ReferenceModel& reference, bool keep_graphs, IsolatedCases* isolated) {
   auto [target_options, opt] = entry_options(e);
   opt.keep_graphs = keep_graphs;
   auto target = registry.make(e.target, target_options);
   ReplayOutcome o;
-  o.result = run_case(*target, reference, e.c, opt);
+  if (isolated) {
+    o.result = isolated->run(e.target, target->options(), e.c, opt);
+    if (isolated->last_died())
+      for (auto& f : o.result.findings) f.failure_class = target->failure_class(e.c);
+  } else {
+    o.result = run_case(*target, reference, e.c, opt);
+  }
   o.expected = e.expect;
   o.observed = verdict_name(o.result.verdict);
   if (o.observed == o.expected) o.status = ReplayStatus::as_expected;
@@ -82,7 +88,8 @@ std::vector<std::string> finding_changes(const nlohmann::json& recorded, const C
 ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
                          const ReferenceModel& reference, const SizeLimits& limits, bool keep_graphs,
                          const std::function<void(const std::string&, const ReplayOutcome*,
-                                                  const std::string&)>& report) {
+                                                  const std::string&)>& report,
+                         IsolatedCases* isolated) {
   ReplayTally t;
   for (const auto& file : files) {
     ++t.files;
@@ -90,7 +97,7 @@ ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegi
       CorpusEntry e = read_replay_entry(file, registry, limits);
       ReplayOutcome o;
       try {
-        o = replay_entry(e, registry, reference, keep_graphs);
+        o = replay_entry(e, registry, reference, keep_graphs, isolated);
       } catch (const InputError& err) {
         throw InputError(file + ": " + err.what());
       }

@@ -7,6 +7,7 @@
 
 #include "harness/check/check.h"
 #include "harness/io/corpus.h"
+#include "harness/isolate/isolated_cases.h"
 
 namespace sdpa {
 
@@ -45,8 +46,10 @@ std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e);
 CorpusEntry read_replay_entry(const std::string& path, const TargetRegistry& registry,
                               const SizeLimits& limits = {});
 
+/// Runs the entry's case in `isolated`'s worker, or in this process when null.
 ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
-                           const ReferenceModel& reference, bool keep_graphs = false);
+                           const ReferenceModel& reference, bool keep_graphs = false,
+                           IsolatedCases* isolated = nullptr);
 
 /// What replaying a set of files found.
 struct ReplayTally {
@@ -61,7 +64,8 @@ struct ReplayTally {
 ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
                          const ReferenceModel& reference, const SizeLimits& limits, bool keep_graphs,
                          const std::function<void(const std::string& file, const ReplayOutcome* outcome,
-                                                  const std::string& error)>& report);
+                                                  const std::string& error)>& report,
+                         IsolatedCases* isolated = nullptr);
 
 /// Every *.json under the given files and folders, sorted; throws InputError
 /// for a path that does not exist.

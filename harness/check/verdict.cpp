@@ -8,6 +8,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::entry_disagree: return "entry-disagree";
     case Verdict::crash: return "crash";
     case Verdict::timeout: return "timeout";
+    case Verdict::oom: return "oom";
     case Verdict::unexpected_error: return "unexpected-error";
     case Verdict::unsound_rewrite: return "unsound-rewrite";
     case Verdict::rounded_constant: return "rounded-constant";

@@ -11,6 +11,7 @@ enum class Verdict {
   entry_disagree,    // the entry graph run exactly differs from the oracles: a model bug
   crash,
   timeout,
+  oom,               // the case's process went past the memory limit
   unexpected_error,
   unsound_rewrite,
   rounded_constant,  // the rewrite changed a constant (a scale) by rounding: named with its ulps

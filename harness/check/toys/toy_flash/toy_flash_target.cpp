@@ -1,5 +1,6 @@
 #include "harness/check/toys/toy_flash/toy_flash_target.h"
 
+#include "harness/check/toys/toy_flash/fault_kernels.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::toy_flash {
@@ -78,7 +79,9 @@ class ToyFlashTarget : public Target {
   explicit ToyFlashTarget(Options o)
       : options_(std::move(o)),
         pass_(options_.at("guard") == "guarded"),
-        kernels_(make_reference_kernels("portable", Numerics::emulated)) {}
+        kernels_(make_reference_kernels("portable", Numerics::emulated)) {
+    add_fault(kernels_, {kFlash, kSdpa}, options_.at("fault"));
+  }
 
   std::string name() const override { return "toy-flash"; }
   const Options& options() const override { return options_; }
@@ -123,7 +126,9 @@ class ToyFlashFactory : public TargetFactory {
   std::vector<OptionSpec> option_specs() const override {
     return {{"guard", {"guarded", "unguarded"}, "guarded",
              "guarded: keep causal calls unless Lq == Lkv statically; unguarded: rewrite every call"},
-            {"entry", {"flash"}, "flash", "entry form: aten._scaled_dot_product_flash_attention"}};
+            {"entry", {"flash"}, "flash", "entry form: aten._scaled_dot_product_flash_attention"},
+            {"fault", fault_names(), "none",
+             "the kernels, for Lq >= 5: segfault, abort, hang (loop forever), alloc (without bound); none"}};
   }
   std::vector<MutantSpec> mutants() const override {
     return {{"unguarded", {{"guard", "unguarded"}}, "rewrites causal calls with Lq != Lkv (top-left for bottom-right)"}};

@@ -1,0 +1,166 @@
+// Worker isolation through the real campaign: the flash toy's kernels
+// segfault, abort, hang or allocate without bound for Lq >= 5; each is a
+// finding (crash naming the signal, timeout, oom) with a shrunk case file
+// and a crash file, and the campaign's other cases still run and count.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "generators/case_gen.h"
+#include "harness/campaign/campaign.h"
+#include "harness/campaign/replay.h"
+#include "harness/check/toys/toy_flash/fault_kernels.h"
+#include "harness/check/toys/toy_targets.h"
+#include "harness/io/corpus.h"
+#include "oracles/dual_oracle.h"
+
+namespace sdpa::toy_flash {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Fixture {
+  TargetRegistry registry;
+  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
+  Fixture() { register_toy_targets(registry); }
+};
+
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
+CaseGeneratorFactory generators() {
+  return [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
+}
+
+std::string scratch(const std::string& name) {
+  fs::path p = fs::path(testing::TempDir()) / ("toy_flash_faults_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(p);
+  return p.string();
+}
+
+TargetRun isolated_campaign(const Options& options, const std::string& dir, int64_t cases) {
+  auto target = fixture().registry.make("toy-flash", options);
+  CampaignOptions o;
+  o.seed = 20261201;
+  o.cases = cases;
+  o.max_shrink_steps = 60;
+  o.isolate = true;
+  o.limits = {0.25, 96};  // seconds, MiB: bounds the hang and the allocation
+  o.corpus_dir = dir + "/corpus";
+  o.crash_dir = dir + "/crashes";
+  return run_target_campaign(*target, *fixture().reference, generators(), o);
+}
+
+// Runs replayed cases on any toy target, in a worker with the campaign's limits.
+std::unique_ptr<IsolatedCases> replay_worker() {
+  auto made = std::make_shared<std::map<std::pair<std::string, Options>, std::unique_ptr<Target>>>();
+  auto target_for = [made](const std::string& name, const Options& options) -> const Target& {
+    auto& t = (*made)[{name, options}];
+    if (!t) t = fixture().registry.make(name, options);
+    return *t;
+  };
+  return std::make_unique<IsolatedCases>(target_for, *fixture().reference, WorkerLimits{0.25, 96});
+}
+
+int64_t largest_lq(const Case& c) {
+  int64_t lq = 0;
+  for (const auto& at : c.runs()) lq = std::max(lq, concrete_sizes(c, at).Lq);
+  return lq;
+}
+
+void expect_finding(const std::string& fault, const std::string& verdict, const std::string& detail) {
+  std::string dir = scratch(fault);
+  const int64_t cases = 12;
+  TargetRun r = isolated_campaign({{"fault", fault}}, dir, cases);
+  EXPECT_EQ(r.cases, cases);  // every case ran and is counted
+  EXPECT_GT(r.verdicts[verdict], 0);
+  EXPECT_GT(r.verdicts["pass"] + r.verdicts["rejected"], 0) << "no case below Lq 5 ran";
+  EXPECT_GE(r.worker_restarts, 1);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const WrittenFinding& w = r.findings[0];
+  EXPECT_EQ(w.verdict, verdict);
+  EXPECT_NE(w.finding.detail.find(detail), std::string::npos) << w.finding.detail;
+  EXPECT_EQ(largest_lq(w.shrunk), kFaultLq) << case_summary(w.shrunk);  // shrunk to the threshold
+  CorpusEntry e = read_corpus_file(w.file);
+  EXPECT_EQ(e.expect, verdict);
+  ASSERT_EQ(static_cast<int64_t>(r.crash_files.size()), r.verdicts[verdict]);
+  for (const auto& path : r.crash_files) EXPECT_EQ(read_corpus_file(path).expect, verdict) << path;
+  // Replayed in a worker, the shrunk file and every crash file show their verdict again.
+  std::vector<std::string> files = r.crash_files;
+  files.push_back(w.file);
+  ReplayTally t = replay_files(files, fixture().registry, *fixture().reference, {}, false,
+                               [](const std::string& file, const ReplayOutcome* o, const std::string& error) {
+                                 EXPECT_TRUE(o && o->status == ReplayStatus::as_expected) << file << error;
+                               },
+                               replay_worker().get());
+  EXPECT_EQ(t.as_expected, static_cast<int64_t>(files.size()));
+  fs::remove_all(dir);
+}
+
+TEST(ToyFlashFaults, ASegfaultIsACrashNamingTheSignal) { expect_finding("segfault", "crash", "SIGSEGV"); }
+TEST(ToyFlashFaults, AnAbortIsACrashNamingTheSignal) { expect_finding("abort", "crash", "SIGABRT"); }
+TEST(ToyFlashFaults, AnEndlessLoopIsATimeout) { expect_finding("hang", "timeout", "time limit of 0.25 s"); }
+TEST(ToyFlashFaults, UnboundedAllocationIsOom) { expect_finding("alloc", "oom", "96 MiB"); }
+
+// Run in a worker, a campaign finds what it finds in-process, case by case.
+TEST(ToyFlashFaults, IsolationChangesNoResult) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  CampaignOptions o;
+  o.seed = 5;
+  o.cases = 150;
+  o.isolate = true;
+  TargetRun isolated = run_target_campaign(*target, *fixture().reference, generators(), o);
+  o.isolate = false;
+  TargetRun in_process = run_target_campaign(*target, *fixture().reference, generators(), o);
+  EXPECT_EQ(isolated.verdicts, in_process.verdicts);
+  EXPECT_EQ(isolated.guard_rules, in_process.guard_rules);
+  ASSERT_EQ(isolated.findings.size(), in_process.findings.size());
+  ASSERT_FALSE(isolated.findings.empty());
+  for (size_t i = 0; i < isolated.findings.size(); ++i) {
+    EXPECT_EQ(isolated.findings[i].signature, in_process.findings[i].signature);
+    EXPECT_EQ(case_summary(isolated.findings[i].shrunk), case_summary(in_process.findings[i].shrunk));
+    EXPECT_EQ(isolated.findings[i].graph_after, in_process.findings[i].graph_after);
+    EXPECT_EQ(finding_to_json(isolated.findings[i].finding), finding_to_json(in_process.findings[i].finding));
+  }
+  EXPECT_EQ(isolated.worker_restarts, 0);
+}
+
+// A campaign stopped between cases resumes from its last checkpoint state
+// (through its JSON text, as the checkpoint file holds it) to the run it
+// would have made without stopping: no finding lost or doubled.
+TEST(CampaignResume, AStoppedCampaignEndsWithTheSameRun) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  CampaignOptions o;
+  o.seed = 5;
+  o.cases = 120;
+  o.isolate = true;
+  TargetRun whole = run_target_campaign(*target, *fixture().reference, generators(), o);
+  ASSERT_FALSE(whole.findings.empty());
+  for (int stop_at : {0, 1, 37, 90}) {
+    nlohmann::json state;
+    int polled = 0;
+    CampaignOptions first = o;
+    first.checkpoint = [&](const TargetRun&, const nlohmann::json& s) { state = s; };
+    first.stop_requested = [&] { return polled++ == stop_at; };
+    EXPECT_TRUE(run_target_campaign(*target, *fixture().reference, generators(), first).interrupted);
+    CampaignOptions rest = o;
+    rest.resume = nlohmann::json::parse(state.dump());
+    TargetRun resumed = run_target_campaign(*target, *fixture().reference, generators(), rest);
+    EXPECT_FALSE(resumed.interrupted);
+    EXPECT_EQ(resumed.cases, whole.cases) << "stopped at " << stop_at;
+    EXPECT_EQ(resumed.verdicts, whole.verdicts);
+    EXPECT_EQ(resumed.guard_rules, whole.guard_rules);
+    EXPECT_EQ(resumed.duplicates, whole.duplicates);
+    ASSERT_EQ(resumed.findings.size(), whole.findings.size());
+    for (size_t i = 0; i < whole.findings.size(); ++i) {
+      EXPECT_EQ(resumed.findings[i].signature, whole.findings[i].signature);
+      EXPECT_EQ(resumed.findings[i].iteration, whole.findings[i].iteration);
+      EXPECT_EQ(case_summary(resumed.findings[i].shrunk), case_summary(whole.findings[i].shrunk));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sdpa::toy_flash

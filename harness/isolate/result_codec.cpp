@@ -1,0 +1,125 @@
+#include "harness/isolate/result_codec.h"
+
+#include <stdexcept>
+
+namespace sdpa {
+namespace {
+
+using nlohmann::json;
+
+Verdict verdict_from(const json& j) {
+  auto v = parse_verdict(j.get<std::string>());
+  if (!v) throw std::runtime_error("worker reply: unknown verdict " + j.dump());
+  return *v;
+}
+
+Check check_from(const json& j) {
+  const std::string name = j.get<std::string>();
+  for (int c = 0; c <= static_cast<int>(Check::identity); ++c)
+    if (name == check_name(static_cast<Check>(c))) return static_cast<Check>(c);
+  throw std::runtime_error("worker reply: unknown check " + name);
+}
+
+}  // namespace
+
+json finding_to_exact_json(const Finding& f) {
+  return {{"verdict", verdict_name(f.verdict)}, {"check", check_name(f.check)},
+          {"kernel_set", f.kernel_set},         {"detail", f.detail},
+          {"error", f.error},                   {"bound", f.bound},
+          {"error_ulps", f.error_ulps},         {"first_node", f.first_node},
+          {"index", f.index},                   {"run", f.run},
+          {"sizes", f.sizes},                   {"bound_inputs", f.bound_inputs},
+          {"violated_assumptions", f.violated_assumptions},
+          {"failure_class", f.failure_class}};
+}
+
+Finding finding_from_exact_json(const json& j) {
+  Finding f;
+  f.verdict = verdict_from(j.at("verdict"));
+  f.check = check_from(j.at("check"));
+  f.kernel_set = j.at("kernel_set").get<std::string>();
+  f.detail = j.at("detail").get<std::string>();
+  f.error = j.at("error").get<double>();
+  f.bound = j.at("bound").get<double>();
+  f.error_ulps = j.at("error_ulps").get<double>();
+  f.first_node = j.at("first_node").get<std::string>();
+  f.index = j.at("index").get<std::vector<int64_t>>();
+  f.run = j.at("run").get<int>();
+  f.sizes = j.at("sizes").get<Assignment>();
+  f.bound_inputs = j.at("bound_inputs");
+  f.violated_assumptions = j.at("violated_assumptions").get<std::vector<std::string>>();
+  f.failure_class = j.at("failure_class").get<std::string>();
+  return f;
+}
+
+namespace {
+
+json decision_json(const Decision& d) {
+  json rules = json::array();
+  for (const auto& r : d.rules) rules.push_back({r.rule, r.passed, r.detail});
+  return {{"node", d.node},   {"rewrite", d.rewrite}, {"deciding_rule", d.deciding_rule},
+          {"rules", rules},   {"forced", d.forced},   {"pass", d.pass},
+          {"sound_alone", d.sound_alone}};
+}
+
+Decision decision_from(const json& j) {
+  Decision d;
+  d.node = j.at("node").get<std::string>();
+  d.rewrite = j.at("rewrite").get<bool>();
+  d.deciding_rule = j.at("deciding_rule").get<std::string>();
+  for (const auto& r : j.at("rules"))
+    d.rules.push_back({r.at(0).get<std::string>(), r.at(1).get<bool>(), r.at(2).get<std::string>()});
+  d.forced = j.at("forced").get<bool>();
+  d.pass = j.at("pass").get<std::string>();
+  d.sound_alone = j.at("sound_alone").get<bool>();
+  return d;
+}
+
+}  // namespace
+
+json result_to_json(const CaseResult& r) {
+  json findings = json::array(), decisions = json::array(), accuracy = json::array();
+  for (const auto& f : r.findings) findings.push_back(finding_to_exact_json(f));
+  for (const auto& d : r.decisions) decisions.push_back(decision_json(d));
+  for (const auto& a : r.accuracy) accuracy.push_back({a.kernel_set, dtype_name(a.dtype), a.ratio, a.model_ratio});
+  return {{"verdict", verdict_name(r.verdict)},
+          {"findings", findings},
+          {"decisions", decisions},
+          {"graph_before", r.graph_before},
+          {"graph_after", r.graph_after},
+          {"timing", {r.timing.generate, r.timing.oracle, r.timing.kernels, r.timing.compare}},
+          {"accuracy", accuracy},
+          {"counters", r.counters}};
+}
+
+CaseResult result_from_json(const json& j) {
+  CaseResult r;
+  r.verdict = verdict_from(j.at("verdict"));
+  for (const auto& f : j.at("findings")) r.findings.push_back(finding_from_exact_json(f));
+  for (const auto& d : j.at("decisions")) r.decisions.push_back(decision_from(d));
+  r.graph_before = j.at("graph_before").get<std::string>();
+  r.graph_after = j.at("graph_after").get<std::string>();
+  const json& t = j.at("timing");
+  r.timing = {t.at(0).get<double>(), t.at(1).get<double>(), t.at(2).get<double>(), t.at(3).get<double>()};
+  for (const auto& a : j.at("accuracy")) {
+    auto dtype = parse_dtype(a.at(1).get<std::string>());
+    if (!dtype) throw std::runtime_error("worker reply: unknown dtype " + a.at(1).dump());
+    r.accuracy.push_back({a.at(0).get<std::string>(), *dtype, a.at(2).get<double>(), a.at(3).get<double>()});
+  }
+  r.counters = j.at("counters").get<std::map<std::string, int64_t>>();
+  return r;
+}
+
+json check_options_to_json(const CheckOptions& o) {
+  return {{"passes", o.passes}, {"completeness", o.completeness}, {"keep_graphs", o.keep_graphs}};
+}
+
+CheckOptions check_options_from_json(const json& j) {
+  CheckOptions o;
+  o.passes = j.at("passes").get<bool>();
+  o.completeness = j.at("completeness").get<bool>();
+  o.keep_graphs = j.at("keep_graphs").get<bool>();
+  return o;
+}
+
+}  // namespace sdpa

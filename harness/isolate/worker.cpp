@@ -1,0 +1,200 @@
+#include "harness/isolate/worker.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+
+#include "harness/io/json_reader.h"
+
+namespace sdpa {
+namespace {
+
+// The worker's exit status when an allocation failed under the memory limit.
+constexpr int kOomExitStatus = 86;
+// How often the parent looks at a busy worker's clock and memory.
+constexpr int kPollMillis = 20;
+
+using Clock = std::chrono::steady_clock;
+
+bool write_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, char* data, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, data, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    data += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// A frame: the payload's length (8 bytes, host order) and the payload,
+// MessagePack (doubles exact, strings need not be UTF-8).
+bool send_frame(int fd, const nlohmann::json& j) {
+  std::vector<uint8_t> bytes = nlohmann::json::to_msgpack(j);
+  uint64_t n = bytes.size();
+  return write_all(fd, reinterpret_cast<const char*>(&n), sizeof n) &&
+         write_all(fd, reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+bool receive_frame(int fd, nlohmann::json& out) {
+  uint64_t n = 0;
+  if (!read_all(fd, reinterpret_cast<char*>(&n), sizeof n)) return false;
+  std::vector<uint8_t> bytes(n);
+  if (!read_all(fd, reinterpret_cast<char*>(bytes.data()), n)) return false;
+  out = nlohmann::json::from_msgpack(bytes);
+  return true;
+}
+
+int64_t page_kib() { return sysconf(_SC_PAGESIZE) / 1024; }
+
+// Field `index` of /proc/PID/statm, in MiB (0: size, 1: resident).
+int64_t statm_mib(pid_t pid, int index) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
+  int64_t v = 0;
+  for (int i = 0; i <= index; ++i) in >> v;
+  return v * page_kib() / 1024;
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream o;
+  o << s << " s";
+  return o.str();
+}
+
+[[noreturn]] void out_of_memory() { _exit(kOomExitStatus); }
+
+// A backstop for allocations the parent's polling would see too late: the
+// address space may grow by twice the limit over what the fork inherited.
+// operator new failing under it ends the worker as oom.
+void limit_memory(int64_t rss_limit_mb) {
+  if (rss_limit_mb <= 0) return;
+  rlim_t bytes = static_cast<rlim_t>(statm_mib(getpid(), 0) + 2 * rss_limit_mb) << 20;
+  rlimit r{bytes, bytes};
+  setrlimit(RLIMIT_AS, &r);
+  std::set_new_handler(out_of_memory);
+}
+
+[[noreturn]] void serve(int fd, const Worker::Handler& handler, const WorkerLimits& limits) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed parent leaves no worker behind
+  signal(SIGINT, SIG_IGN);  // Ctrl-C and a group's SIGTERM are the parent's to handle:
+  signal(SIGTERM, SIG_IGN); // it stops after the case, and the worker goes with it
+  limit_memory(limits.rss_limit_mb);
+  nlohmann::json request;
+  while (receive_frame(fd, request)) {
+    nlohmann::json reply;
+    try {
+      reply["ok"] = handler(request);
+    } catch (const InputError& e) {
+      reply["input_error"] = e.what();
+    } catch (const std::exception& e) {
+      reply["error"] = e.what();
+    }
+    if (!send_frame(fd, reply)) break;
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+    return "killed by " + name + " (" + strsignal(sig) + ")";
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "stopped";
+}
+
+Worker::Worker(Handler handler, WorkerLimits limits) : handler_(std::move(handler)), limits_(limits) {}
+
+Worker::~Worker() {
+  if (pid_ > 0) {
+    close(fd_);  // the worker reads end-of-file and exits
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void Worker::start() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    throw std::runtime_error(std::string("worker: socketpair: ") + strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);  // buffered output is not written twice
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("worker: fork: ") + strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    serve(fds[1], handler_, limits_);
+  }
+  close(fds[1]);
+  pid_ = pid;
+  fd_ = fds[0];
+  ++starts_;
+}
+
+WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
+  if (verdict != Verdict::crash) kill(pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
+  close(fd_);
+  pid_ = -1;
+  fd_ = -1;
+  if (verdict == Verdict::crash && WIFEXITED(status) && WEXITSTATUS(status) == kOomExitStatus)
+    return {Verdict::oom, "an allocation failed under the memory limit of " +
+                              std::to_string(limits_.rss_limit_mb) + " MiB"};
+  return {verdict, verdict == Verdict::crash ? "the worker " + describe_exit(status) : detail};
+}
+
+std::variant<nlohmann::json, WorkerDeath> Worker::call(const nlohmann::json& request) {
+  if (pid_ < 0) start();
+  auto begin = Clock::now();
+  if (!send_frame(fd_, request)) return reap(Verdict::crash, "");
+  pollfd p{fd_, POLLIN, 0};
+  for (;;) {
+    int ready = poll(&p, 1, kPollMillis);
+    if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("worker: poll: ") + strerror(errno));
+    if (ready > 0) break;
+    double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+    if (limits_.timeout_s > 0 && seconds > limits_.timeout_s)
+      return reap(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
+    if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb)
+      return reap(Verdict::oom, "the worker's resident memory passed the limit of " +
+                                    std::to_string(limits_.rss_limit_mb) + " MiB");
+  }
+  nlohmann::json reply;
+  if (!receive_frame(fd_, reply)) return reap(Verdict::crash, "");
+  if (auto it = reply.find("ok"); it != reply.end()) return std::move(*it);
+  if (auto it = reply.find("input_error"); it != reply.end()) throw InputError(it->get<std::string>());
+  throw std::runtime_error(reply.value("error", std::string("worker: malformed reply")));
+}
+
+}  // namespace sdpa

@@ -1,0 +1,67 @@
+#pragma once
+/// A persistent worker process that answers requests for its parent, as
+/// libFuzzer's fork mode and FuzzTest's subprocess runner run inputs: a
+/// signal, an abort, a hang or a memory overrun in the work ends the worker,
+/// not the parent, and becomes a crash, timeout or oom the parent reports.
+/// The worker is a fork of the parent, so whatever the parent has loaded
+/// (targets, kernels) is there without a restart; it serves many requests,
+/// and the next call after a death starts a new one. Several Workers can run
+/// side by side (one per job).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/check/verdict.h"
+
+namespace sdpa {
+
+struct WorkerLimits {
+  double timeout_s = 0;      // per request; 0: none
+  int64_t rss_limit_mb = 0;  // the worker's resident memory; 0: none
+};
+
+/// How a request ended the worker.
+struct WorkerDeath {
+  Verdict verdict = Verdict::crash;  // crash, timeout or oom
+  std::string detail;                // "killed by SIGSEGV (Segmentation fault)"
+};
+
+class Worker {
+ public:
+  using Handler = std::function<nlohmann::json(const nlohmann::json& request)>;
+  /// The handler runs in the worker process only; it must not rely on
+  /// threads the parent started (fork copies only the calling thread).
+  Worker(Handler handler, WorkerLimits limits);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// The handler's reply to `request`, computed in the worker, or how the
+  /// worker died on it. An InputError the handler throws is rethrown here;
+  /// another exception is rethrown as std::runtime_error.
+  std::variant<nlohmann::json, WorkerDeath> call(const nlohmann::json& request);
+
+  /// Worker processes started so far (the first and every restart).
+  int64_t starts() const { return starts_; }
+
+ private:
+  void start();
+  WorkerDeath reap(Verdict verdict, const std::string& detail);
+
+  Handler handler_;
+  WorkerLimits limits_;
+  pid_t pid_ = -1;
+  int fd_ = -1;  // the parent's end of the socket pair
+  int64_t starts_ = 0;
+};
+
+/// "killed by SIGSEGV (Segmentation fault)", "exited with status 3": a
+/// waitpid status in words.
+std::string describe_exit(int status);
+
+}  // namespace sdpa

@@ -1,0 +1,96 @@
+// The worker process: replies, deaths (signal, abort, exit, hang, memory)
+// reported with their cause, a new worker after each death, errors passed on.
+#include "harness/isolate/worker.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "harness/io/json_reader.h"
+
+namespace sdpa {
+namespace {
+
+// Requests: {"do": "echo"|"pid"|"segfault"|"abort"|"exit"|"hang"|"alloc"|"input"|"throw"}.
+nlohmann::json act(const nlohmann::json& request) {
+  const std::string what = request.at("do");
+  if (what == "pid") return getpid();
+  if (what == "segfault") raise(SIGSEGV);
+  if (what == "abort") std::abort();
+  if (what == "exit") std::exit(3);
+  if (what == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+  if (what == "alloc") {
+    static std::vector<char*> kept;
+    for (;;) {
+      char* block = new char[8 << 20];
+      std::memset(block, 1, 8 << 20);
+      kept.push_back(block);
+    }
+  }
+  if (what == "input") throw InputError("case.q_len: bad");
+  if (what == "throw") throw std::logic_error("kernel raised");
+  return request;
+}
+
+WorkerDeath death(Worker& w, const char* what) {
+  auto reply = w.call({{"do", what}});
+  EXPECT_TRUE(std::holds_alternative<WorkerDeath>(reply)) << what;
+  return std::holds_alternative<WorkerDeath>(reply) ? std::get<WorkerDeath>(reply) : WorkerDeath{};
+}
+
+TEST(Worker, OneProcessAnswersManyRequests) {
+  Worker w(act, {});
+  nlohmann::json first = std::get<nlohmann::json>(w.call({{"do", "pid"}}));
+  for (int i = 0; i < 20; ++i) {
+    auto reply = w.call({{"do", "echo"}, {"i", i}, {"x", 0.1 + i}});
+    EXPECT_EQ(std::get<nlohmann::json>(reply).at("x").get<double>(), 0.1 + i);  // exact
+  }
+  EXPECT_EQ(std::get<nlohmann::json>(w.call({{"do", "pid"}})), first);
+  EXPECT_NE(first.get<int>(), getpid());
+  EXPECT_EQ(w.starts(), 1);
+}
+
+TEST(Worker, ASignalIsACrashNamingItAndTheNextCallRestarts) {
+  Worker w(act, {});
+  WorkerDeath d = death(w, "segfault");
+  EXPECT_EQ(d.verdict, Verdict::crash);
+  EXPECT_EQ(d.detail, "the worker killed by SIGSEGV (Segmentation fault)");
+  EXPECT_NE(death(w, "abort").detail.find("SIGABRT"), std::string::npos);
+  EXPECT_EQ(death(w, "exit").detail, "the worker exited with status 3");
+  EXPECT_EQ(std::get<nlohmann::json>(w.call({{"do", "echo"}})).at("do"), "echo");
+  EXPECT_EQ(w.starts(), 4);
+}
+
+TEST(Worker, AHangIsATimeout) {
+  Worker w(act, {0.2, 0});
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(death(w, "hang").verdict, Verdict::timeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(std::get<nlohmann::json>(w.call({{"do", "echo"}})).at("do"), "echo");
+}
+
+TEST(Worker, UnboundedAllocationIsOom) {
+  Worker w(act, {10, 64});
+  WorkerDeath d = death(w, "alloc");
+  EXPECT_EQ(d.verdict, Verdict::oom) << d.detail;
+  EXPECT_NE(d.detail.find("64 MiB"), std::string::npos) << d.detail;
+  EXPECT_EQ(std::get<nlohmann::json>(w.call({{"do", "echo"}})).at("do"), "echo");
+}
+
+TEST(Worker, ErrorsOfTheHandlerArePassedOnAndTheWorkerStays) {
+  Worker w(act, {});
+  EXPECT_THROW(w.call({{"do", "input"}}), InputError);
+  EXPECT_THROW(w.call({{"do", "throw"}}), std::runtime_error);
+  EXPECT_EQ(std::get<nlohmann::json>(w.call({{"do", "echo"}})).at("do"), "echo");
+  EXPECT_EQ(w.starts(), 1);
+}
+
+}  // namespace
+}  // namespace sdpa
