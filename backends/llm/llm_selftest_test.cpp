@@ -3,6 +3,8 @@
 // rule, weakened alone, has a consequence the harness catches and shrinks.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "backends/all_targets.h"
@@ -65,7 +67,7 @@ struct Defect {
 
 TEST(LlmUpstream, FindsShrinksAndRecordsEachDerivedDefectWithin2000Cases) {
   namespace fs = std::filesystem;
-  fs::path corpus = fs::temp_directory_path() / "sdpacheck_llm_upstream";
+  fs::path corpus = fs::temp_directory_path() / ("sdpacheck_llm_upstream_" + std::to_string(::getpid()));
   fs::remove_all(corpus);
   TargetRun r = fixture().campaign({{"guard", "upstream"}}, 2000, corpus.string());
   const std::vector<Defect> defects = {

@@ -81,7 +81,8 @@ json result_to_json(const CaseResult& r) {
   json findings = json::array(), decisions = json::array(), accuracy = json::array();
   for (const auto& f : r.findings) findings.push_back(finding_to_exact_json(f));
   for (const auto& d : r.decisions) decisions.push_back(decision_json(d));
-  for (const auto& a : r.accuracy) accuracy.push_back({a.kernel_set, dtype_name(a.dtype), a.ratio, a.model_ratio});
+  for (const auto& a : r.accuracy)
+    accuracy.push_back({a.kernel_set, dtype_name(a.dtype), a.ratio, a.model_ratio, a.error_lsb});
   return {{"verdict", verdict_name(r.verdict)},
           {"findings", findings},
           {"decisions", decisions},
@@ -104,7 +105,8 @@ CaseResult result_from_json(const json& j) {
   for (const auto& a : j.at("accuracy")) {
     auto dtype = parse_dtype(a.at(1).get<std::string>());
     if (!dtype) throw std::runtime_error("worker reply: unknown dtype " + a.at(1).dump());
-    r.accuracy.push_back({a.at(0).get<std::string>(), *dtype, a.at(2).get<double>(), a.at(3).get<double>()});
+    r.accuracy.push_back({a.at(0).get<std::string>(), *dtype, a.at(2).get<double>(), a.at(3).get<double>(),
+                          a.at(4).get<double>()});
   }
   r.counters = j.at("counters").get<std::map<std::string, int64_t>>();
   return r;
