@@ -99,7 +99,7 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpac
   c.data = d.data;
   apply_dynamic(d.dynamic, p, caps.len, caps.batch, c);
   const bool cache = apply_cache_position(d.start_pos, caps.len, c);
-  apply_attention(d.attention, c);
+  apply_attention(d.attention, c, space.causal_only);
   if (!cache) c.start_pos = start_pos_for(d.start_pos, c);
   if (!space.variants.empty()) c.variant = space.variants[d.variant].first;
   if (c.is_causal && !space.causal_alignments.empty())

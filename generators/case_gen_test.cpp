@@ -27,6 +27,12 @@ CaseSpace restricted_space() {
   return s;
 }
 
+CaseSpace causal_space() {
+  CaseSpace s;
+  s.causal_only = true;
+  return s;
+}
+
 CaseSpace kv_cache_space() {
   CaseSpace s;
   s.dtypes = {DType::bf16, DType::i8};
@@ -51,6 +57,15 @@ void expect_inside(const Case& c, const CaseSpace& space) {
   EXPECT_LE(c.batch.size(), static_cast<size_t>(space.max_batch_rank)) << json;
   EXPECT_LT(c.data.seed, uint64_t{1} << 53) << json;
   EXPECT_FALSE(c.mask && c.is_causal) << json;
+  if (space.causal_only) {
+    EXPECT_TRUE(c.is_causal || c.mask) << json;
+    if (c.mask) {
+      EXPECT_EQ(c.mask->pattern, MaskPattern::causal) << json;
+      ASSERT_GE(c.mask->shape.size(), 2u) << json;
+      EXPECT_EQ(c.mask->shape[c.mask->shape.size() - 2], c.q_len) << json;
+      EXPECT_EQ(c.mask->shape.back(), c.kv_len) << json;
+    }
+  }
   for (const auto& at : c.runs()) {
     ConcreteSizes s = concrete_sizes(c, at);
     EXPECT_TRUE(s.start_pos == 0 || s.start_pos + s.Lq <= s.Lkv) << json;  // fits the KV cache
@@ -60,7 +75,7 @@ void expect_inside(const Case& c, const CaseSpace& space) {
 class EveryDrawIsValid : public ::testing::TestWithParam<int> {};
 
 TEST_P(EveryDrawIsValid, AcrossSizes) {
-  const std::vector<CaseSpace> spaces = {CaseSpace{}, restricted_space(), kv_cache_space()};
+  const std::vector<CaseSpace> spaces = {CaseSpace{}, restricted_space(), kv_cache_space(), causal_space()};
   const CaseSpace& space = spaces[GetParam()];
   for (const GenPolicy& p : {GenPolicy::defaults(), GenPolicy::large()}) {
     auto g = gen_case(p, space);
@@ -70,7 +85,7 @@ TEST_P(EveryDrawIsValid, AcrossSizes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Spaces, EveryDrawIsValid, ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Spaces, EveryDrawIsValid, ::testing::Values(0, 1, 2, 3));
 
 TEST(GenCase, RoundTripsThroughJson) {
   auto g = gen_case(GenPolicy::defaults(), kv_cache_space());

@@ -45,15 +45,16 @@ Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space, siz
                gen_each(std::vector<Gen<bool>>(max_batch_rank + 3, gen_flag(p.p_mask_dim_one)))));
 }
 
-void apply_attention(const AttentionDraw& d, Case& c) {
+void apply_attention(const AttentionDraw& d, Case& c, bool causal_only) {
   using K = AttentionDraw::Kind;
-  if (d.kind == K::none) return;
-  if (d.kind == K::causal) {
+  if (d.kind == K::none && !causal_only) return;
+  if (d.kind == K::causal || d.kind == K::none) {
     c.is_causal = true;
     return;
   }
   const SymShape scores = score_shape(c);
-  const int64_t rank = d.rank_one ? 1 : std::min(d.rank, static_cast<int64_t>(scores.size()));
+  const int64_t rank =
+      d.rank_one && !causal_only ? 1 : std::min(d.rank, static_cast<int64_t>(scores.size()));
   int64_t max_kv_len = 1;
   for (const auto& at : c.runs()) max_kv_len = std::max(max_kv_len, c.kv_len.eval(at));
 
@@ -63,9 +64,9 @@ void apply_attention(const AttentionDraw& d, Case& c) {
   m.dtype = !additive ? DType::b8 : d.query_dtype && low_precision ? c.dtype : DType::f32;
   m.shape.assign(scores.end() - rank, scores.end());
   for (int64_t i = 0; i < rank; ++i)
-    if (d.ones[i]) m.shape[i] = 1;
-  m.pattern = d.pattern;
-  switch (d.pattern) {
+    if (d.ones[i] && !(causal_only && i >= rank - 2)) m.shape[i] = 1;
+  m.pattern = causal_only ? MaskPattern::causal : d.pattern;
+  switch (m.pattern) {
     case MaskPattern::random:
     case MaskPattern::full_row: m.param = d.keep; break;
     case MaskPattern::window:

@@ -39,6 +39,8 @@ rc::Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space,
 /// the mask shape is the trailing dims of [batch..., Hq, Lq, Lkv], each the
 /// score dim's own size expression or 1, so it broadcasts at every runtime
 /// size.
-void apply_attention(const AttentionDraw& d, Case& c);
+/// With `causal_only` every call is causal: a draw of no mask becomes
+/// is_causal, a mask takes pattern causal over the full [Lq, Lkv].
+void apply_attention(const AttentionDraw& d, Case& c, bool causal_only = false);
 
 }  // namespace sdpa

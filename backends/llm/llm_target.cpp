@@ -82,6 +82,8 @@ class LlmTarget : public Target {
     s.start_pos = true;
     s.max_batch_rank = 2;
     s.batch_rank_weights = {1, 8, 1};  // mostly rank 4; rank 3 and 5 for the rank guard
+    // assume_causal_mask promises a causal call: cases outside it are not drawn.
+    s.causal_only = options_.at("assume_causal_mask") == "true";
     return s;
   }
 

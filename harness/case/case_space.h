@@ -16,6 +16,10 @@ struct CaseSpace {
   bool masks = true;
   bool causal = true;         // is_causal calls
   bool grouped_heads = true;  // Hkv < Hq (GQA and MQA), and enable_gqa set
+  /// Only causal calls: is_causal, or a mask of pattern causal over the full
+  /// [Lq, Lkv] (leading dims may broadcast): the promise of an option such
+  /// as the llm pass's assume_causal_mask.
+  bool causal_only = false;
   bool dynamic_dims = true;
   int max_batch_rank = 2;
   /// Weight of each batch rank (index = rank) when the entry form prefers
