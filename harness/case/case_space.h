@@ -15,6 +15,10 @@ struct CaseSpace {
   bool dropout = true;
   bool masks = true;
   bool dynamic_dims = true;
+  bool grouped_heads = true;       // Hq != Hkv, enable_gqa (else Hkv = Hq, no enable_gqa)
+  bool distinct_value_dim = true;  // E != Ev (else Ev = E)
+  bool causal = true;              // is_causal
+  bool explicit_scale = true;      // a scale argument (else the default 1/sqrt(E))
   int max_batch_rank = 2;
   /// Weight of each batch rank (index = rank) when the entry form prefers
   /// some ranks (a 4-D [B, H, L, D] op); empty: the generation policy's.
