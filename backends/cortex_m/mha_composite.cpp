@@ -100,6 +100,9 @@ std::pair<double, double> in_projection_error(const Tensor& x, const Tensor& w, 
   return {e, e};
 }
 
+// |w|·e where a zero weight carries nothing, even an unbounded (infinite) error.
+double carry(double w, double e) { return w == 0 ? 0.0 : w * e; }
+
 double l1(const Tensor& t, int64_t row, int64_t len) {
   double s = 0;
   for (int64_t e = 0; e < len; ++e) s += std::fabs(t.data[row * len + e]);
@@ -128,6 +131,17 @@ class MhaComposite {
     merged.shape.pop_back();
     merged.shape.back() = d_;
     return project(merged, p_.at("w_o"), p_.at("b_o"));
+  }
+
+  double scale(const CaseTensors& t) const {
+    const Tensor &w = p_.at("w_o"), &b = p_.at("b_o");
+    double w_l1 = 0;
+    for (int64_t o = 0; o < d_; ++o) {
+      double s = 0;
+      for (int64_t c = 0; c < d_; ++c) s += std::fabs(w.data[o * d_ + c]);
+      w_l1 = std::max(w_l1, s);
+    }
+    return w_l1 * t.v.max_abs() + b.max_abs();
   }
 
   std::vector<int64_t> rows_of(int64_t row) const {
@@ -159,7 +173,7 @@ class MhaComposite {
         auto sens = [&](bool typ) {
           const double dq = typ ? delta["q"].second : delta["q"].first, dk = typ ? delta["k"].second : delta["k"].first,
                        dv = typ ? delta["v"].second : delta["v"].first;
-          return std::expm1(2 * scale * (dq * k1 + q1 * dk + e_ * dq * dk)) * vmax + dv;
+          return carry(vmax, std::expm1(2 * scale * (dq * k1 + q1 * dk + e_ * dq * dk))) + dv;
         };
         err[row] = sdpa.row_bound[row] + sens(false);
         typical[row] = sdpa.row_typical[row] + sens(true);
@@ -181,10 +195,10 @@ class MhaComposite {
           for (int64_t e = 0; e < e_; ++e) {
             const double wa = std::fabs(w.data[o * d_ + h * e_ + e]);
             const double a = std::fabs(gold.out.data[inner[h] * e_ + e]);
-            carried += wa * err[inner[h]];
-            carried_typ += wa * typical[inner[h]];
-            magnitude += wa * (a + err[inner[h]]);
-            magnitude_typ += wa * (a + typical[inner[h]]);
+            carried += carry(wa, err[inner[h]]);
+            carried_typ += carry(wa, typical[inner[h]]);
+            magnitude += carry(wa, a + err[inner[h]]);
+            magnitude_typ += carry(wa, a + typical[inner[h]]);
           }
         double rounding, rounding_typ;
         if (out_p.int8) {
@@ -195,20 +209,22 @@ class MhaComposite {
               a_l1_typ += std::fabs(gold.out.data[inner[h] * e_ + e]) + typical[inner[h]];
             }
           const double fixed = out_p.s_x * out_p.s_w / 2 + 1.5 * out_p.s_o;
-          rounding = a_l1 * out_p.s_w / 2 + fixed;
-          rounding_typ = a_l1_typ * out_p.s_w / 2 + fixed;
+          rounding = carry(out_p.s_w / 2, a_l1) + fixed;
+          rounding_typ = carry(out_p.s_w / 2, a_l1_typ) + fixed;
           rounding += 2 * kU * (std::fabs(y.data[r * d_ + o]) + carried + rounding);
           rounding_typ += 2 * kU * (std::fabs(y.data[r * d_ + o]) + carried_typ + rounding_typ);
         } else {
           rounding = gamma(d_ + 1) * magnitude;
           rounding_typ = std::sqrt(d_ + 1.0) * kU * magnitude_typ;
         }
-        if (carried + rounding > row_bound) {
+        // Every term is >= 0; an unbounded (infinite) one makes the row's bound infinite.
+        if (!(carried + rounding <= row_bound)) {
           row_bound = carried + rounding;
-          if (row_bound > worst) worst = row_bound, worst_carried = carried, worst_rounding = rounding;
+          if (!(row_bound <= worst)) worst = row_bound, worst_carried = carried, worst_rounding = rounding;
         }
-        row_typ = std::max(row_typ, carried_typ + rounding_typ);
+        if (!(carried_typ + rounding_typ <= row_typ)) row_typ = carried_typ + rounding_typ;
       }
+      if (std::isnan(row_bound)) row_bound = INFINITY;
       eb.row_bound.push_back(row_bound);
       eb.row_typical.push_back(std::min(row_typ, row_bound));
     }
@@ -238,6 +254,7 @@ Composite mha_composite(const Case& c) {
     return m->bound(s, t, g, graph);
   };
   out.rows_of = [m](int64_t row) { return m->rows_of(row); };
+  out.scale = [m](const CaseTensors& t) { return m->scale(t); };
   return out;
 }
 

@@ -154,7 +154,7 @@ class Explainer {
     composite_ = target_.composite(c_);
     for (const auto& at : runs_) {
       tensors_.push_back(composite_ ? composite_->sdpa_tensors(at) : make_case_tensors(c_, at));
-      if (!composite_) value_scale_ = std::max(value_scale_, tensors_.back().v.max_abs());
+      value_scale_ = std::max(value_scale_, composite_ ? composite_->scale(tensors_.back()) : tensors_.back().v.max_abs());
     }
     value_scale_ /= 1.0 - c_.dropout_p;
     for (size_t r = 0; r < runs_.size(); ++r) {

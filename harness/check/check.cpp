@@ -119,10 +119,7 @@ bool CaseChecker::prepare() {
     tensors_.push_back(composite_ ? composite_->sdpa_tensors(at) : make_case_tensors(c_, at));
     inputs_.push_back(target_.inputs(c_, tensors_.back()));
   }
-  // A module's output averages no v of its own: the exact comparison is
-  // relative to the module golden's largest value alone.
-  if (!composite_)
-    for (const auto& t : tensors_) value_scale_ = std::max(value_scale_, t.v.max_abs());
+  for (const auto& t : tensors_) value_scale_ = std::max(value_scale_, composite_ ? composite_->scale(t) : t.v.max_abs());
   value_scale_ /= 1.0 - c_.dropout_p;
   result_.timing.generate += seconds_since(t0);
   t0 = Clock::now();

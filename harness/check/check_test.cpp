@@ -315,6 +315,7 @@ class ScaledToyTarget : public Target {
       return b;
     };
     m.rows_of = [](int64_t row) { return std::vector<int64_t>{row}; };
+    m.scale = [f = *factor_](const CaseTensors& t) { return std::fabs(f) * t.v.max_abs(); };
     return m;
   }
   std::vector<const Pass*> passes() const override { return {&pass_}; }
