@@ -141,7 +141,10 @@ class MhaComposite {
       for (int64_t c = 0; c < d_; ++c) s += std::fabs(w.data[o * d_ + c]);
       w_l1 = std::max(w_l1, s);
     }
-    return w_l1 * t.v.max_abs() + b.max_abs();
+    // Also every value the module computes with: an exact int8 run stores
+    // codes in double, whose rounding scales with them even where the
+    // output cancels to 0 (a zero v projection).
+    return std::max({w_l1 * t.v.max_abs() + b.max_abs(), t.q.max_abs(), t.k.max_abs(), t.v.max_abs()});
   }
 
   std::vector<int64_t> rows_of(int64_t row) const {

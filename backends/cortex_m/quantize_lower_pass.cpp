@@ -157,7 +157,10 @@ class Lowering {
       const Tensor& bf = observed(*b);
       const QParams qb{qi.scale * qw.scale, 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
       Tensor b32(DType::i32, bf.shape);
-      for (size_t j = 0; j < bf.data.size(); ++j) b32.data[j] = std::nearbyint(bf.data[j] / qb.scale);
+      // quantize_per_tensor to int32 clamps to its range (a tiny S_in·S_w can push a bias past it).
+      for (size_t j = 0; j < bf.data.size(); ++j)
+        b32.data[j] = std::clamp(std::nearbyint(bf.data[j] / qb.scale), static_cast<double>(qb.qmin),
+                                 static_cast<double>(qb.qmax));
       b32.qparams = qb;
       args.push_back(out().constant(n.name + "_bias_int32", b32, g_.info(*b).shape));
     }

@@ -24,7 +24,7 @@ struct Composite {
   /// kernel set runs) computes them. `t` and `sdpa_golden`: the inner call's.
   std::function<ErrorBound(const ErrorBound& sdpa, const CaseTensors& t, const Golden& sdpa_golden, const Graph& g)>
       bound;
-  /// The magnitude the module's output is summed from (for an out-projection,
+  /// The magnitude the module computes with (for an out-projection at least
   /// max_o Σ_c |w_oc|·max|v| + max|b|), given the inner call's tensors: the
   /// exact comparisons are relative to it, as an output may cancel to near 0.
   std::function<double(const CaseTensors& t)> scale;
