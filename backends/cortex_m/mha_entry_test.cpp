@@ -1,6 +1,6 @@
 // The mha entry form (nn.MultiheadAttention, need_weights=False): its exact
-// run is out_proj(SDPA(in_proj(x))) computed by hand here (the golden the
-// harness cannot yet express, see README), the passes on it, and the §1.6
+// run is out_proj(SDPA(in_proj(x))) computed by hand here (independently of
+// the harness's composite, mha_composite.h), the passes on it, and the §1.6
 // regression: a retraced folded linear's int32 output meeting the int8
 // softmax output at the second attention bmm is a type error naming the node.
 #include "backends/cortex_m/mha_entry.h"
