@@ -2,7 +2,7 @@
 // largest |C - G| / bound of the correct kernels over a campaign (the limit
 // applied, and the error model derived from the numerics alone), and how
 // soon the precision mutants (kernels that are wrong by rounding alone)
-// are found. Usage: tightness [cases per target [target]]
+// are found. Usage: tightness [cases per target [target [option=value ...]]]
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -22,8 +22,8 @@ struct Tightness {
   double worst = 0, worst_model = 0;
 };
 
-void tightness(cli::Wiring& w, const TargetFactory& f, int64_t cases) {
-  auto target = f.make(resolve_options(f, {}));
+void tightness(cli::Wiring& w, const TargetFactory& f, int64_t cases, const Options& options = {}) {
+  auto target = f.make(resolve_options(f, options));
   std::map<std::pair<std::string, std::string>, Tightness> table;
   CampaignOptions o;
   o.seed = 7;
@@ -72,14 +72,29 @@ void time_to_detect(cli::Wiring& w, const TargetFactory& f, const std::string& m
 int main(int argc, char** argv) {
   int64_t cases = argc > 1 ? std::atoll(argv[1]) : 10000;
   const std::string only = argc > 2 ? argv[2] : "";
+  Options options;  // key=value arguments after the target
+  for (int i = 3; i < argc; ++i) {
+    const std::string kv = argv[i];
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "tightness: option '%s' is not key=value\n", kv.c_str());
+      return 2;
+    }
+    options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   cli::Wiring w = cli::make_wiring();
   register_toy_targets(w.registry);
-  for (const auto* f : w.registry.all())
-    if (only.empty() || f->name() == only) tightness(w, *f, cases);
+  try {
+    for (const auto* f : w.registry.all())
+      if (only.empty() || f->name() == only) tightness(w, *f, cases, options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tightness: %s\n", e.what());
+    return 2;
+  }
   if (!only.empty()) return 0;
   const std::vector<std::pair<std::string, std::string>> mutants = {
       {"llm", "pv-bf16-accumulation"}, {"aten", "matmul-bf16-output"},
-      {"toy_int8", "output-shift"}, {"toy_int8", "score-shift"}};
+      {"toy_int8", "output-shift"}, {"toy_int8", "score-shift"}, {"cortex-m", "linear-f16"}};
   for (const auto& [target, mutant] : mutants)
     if (const auto* f = w.registry.find(target)) time_to_detect(w, *f, mutant, cases);
   return 0;

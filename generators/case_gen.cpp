@@ -101,6 +101,11 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpac
   const bool cache = apply_cache_position(d.start_pos, caps.len, c);
   apply_attention(d.attention, c, space.causal_only);
   if (!cache) c.start_pos = start_pos_for(d.start_pos, c);
+  // What the entry form cannot express is mapped to the nearest call it can.
+  if (!space.grouped_heads) c.kv_heads = c.q_heads, c.enable_gqa = false;
+  if (!space.distinct_value_dim) c.value_dim = c.head_dim;
+  if (!space.causal) c.is_causal = false;
+  if (!space.explicit_scale) c.scale.reset();
   if (!space.variants.empty()) c.variant = space.variants[d.variant].first;
   if (c.is_causal && !space.causal_alignments.empty())
     c.causal_alignment = space.causal_alignments[d.alignment];
@@ -115,7 +120,7 @@ Gen<Case> gen_case(const GenPolicy& p, const CaseSpace& space) {
     Gen<CaseDraw> draw = gen::build<CaseDraw>(
         gen::set(&CaseDraw::dtype, gen_dtype(p, space)),
         gen::set(&CaseDraw::layout, gen_layout(p, space)),
-        gen::set(&CaseDraw::heads, gen_heads(p, caps.heads, space.grouped_heads)),
+        gen::set(&CaseDraw::heads, gen_heads(p, caps.heads)),
         gen::set(&CaseDraw::batch, gen_batch(p, space, caps.batch)),
         gen::set(&CaseDraw::dims, gen_head_dims(p, caps.head_dim)),
         gen::set(&CaseDraw::lengths, gen_lengths(p, caps.len)),

@@ -20,10 +20,12 @@ CaseSpace restricted_space() {
   s.bshd_layout = false;
   s.dropout = false;
   s.masks = false;
-  s.causal = false;
-  s.grouped_heads = false;
   s.dynamic_dims = false;
   s.max_batch_rank = 0;
+  s.grouped_heads = false;
+  s.distinct_value_dim = false;
+  s.causal = false;
+  s.explicit_scale = false;
   return s;
 }
 
@@ -51,9 +53,11 @@ void expect_inside(const Case& c, const CaseSpace& space) {
   EXPECT_TRUE(space.start_pos || c.start_pos == SymExpr(0)) << json;
   EXPECT_TRUE(space.dropout || c.dropout_p == 0.0) << json;
   EXPECT_TRUE(space.masks || !c.mask) << json;
-  EXPECT_TRUE(space.causal || !c.is_causal) << json;
-  EXPECT_TRUE(space.grouped_heads || (c.kv_heads == c.q_heads && !c.enable_gqa)) << json;
   EXPECT_TRUE(space.dynamic_dims || c.symbols.empty()) << json;
+  EXPECT_TRUE(space.grouped_heads || (c.kv_heads == c.q_heads && !c.enable_gqa)) << json;
+  EXPECT_TRUE(space.distinct_value_dim || c.value_dim == c.head_dim) << json;
+  EXPECT_TRUE(space.causal || !c.is_causal) << json;
+  EXPECT_TRUE(space.explicit_scale || !c.scale) << json;
   EXPECT_LE(c.batch.size(), static_cast<size_t>(space.max_batch_rank)) << json;
   EXPECT_LT(c.data.seed, uint64_t{1} << 53) << json;
   EXPECT_FALSE(c.mask && c.is_causal) << json;
@@ -64,6 +68,7 @@ void expect_inside(const Case& c, const CaseSpace& space) {
       ASSERT_GE(c.mask->shape.size(), 2u) << json;
       EXPECT_EQ(c.mask->shape[c.mask->shape.size() - 2], c.q_len) << json;
       EXPECT_EQ(c.mask->shape.back(), c.kv_len) << json;
+      EXPECT_TRUE(c.mask->dtype == DType::b8 || c.mask->fill == MaskFill::neg_inf) << json;
     }
   }
   for (const auto& at : c.runs()) {

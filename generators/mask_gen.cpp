@@ -22,7 +22,7 @@ Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space, siz
                                  int64_t max_len) {
   using K = AttentionDraw::Kind;
   using MK = GenPolicy::MaskKind;
-  const double none = weight_of(p, MK::none), causal = space.causal ? std::clamp(p.p_causal, 0.0, 1.0) : 0.0;
+  const double none = weight_of(p, MK::none), causal = std::clamp(p.p_causal, 0.0, 1.0);
   const double masks = space.masks ? 1.0 : 0.0;
   const Weighted<K> kinds = {{K::none, none * (1 - causal)},
                              {K::causal, none * causal},
@@ -76,7 +76,8 @@ void apply_attention(const AttentionDraw& d, Case& c, bool causal_only) {
     case MaskPattern::causal:
     case MaskPattern::keep_all: break;
   }
-  if (additive) m.fill = d.fill;  // bool masks have no fill: keep the default
+  // A finite fill does not mask a score of its size: not causal in effect.
+  if (additive) m.fill = causal_only ? MaskFill::neg_inf : d.fill;  // bool masks have no fill: keep the default
   c.mask = m;
 }
 

@@ -40,7 +40,8 @@ rc::Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space,
 /// score dim's own size expression or 1, so it broadcasts at every runtime
 /// size.
 /// With `causal_only` every call is causal: a draw of no mask becomes
-/// is_causal, a mask takes pattern causal over the full [Lq, Lkv].
+/// is_causal, a mask takes pattern causal over the full [Lq, Lkv] (an
+/// additive one filled with -inf).
 void apply_attention(const AttentionDraw& d, Case& c, bool causal_only = false);
 
 }  // namespace sdpa

@@ -38,7 +38,7 @@ Gen<Layout> gen_layout(const GenPolicy& p, const CaseSpace& space) {
                   [](bool bshd) { return bshd ? Layout::bshd : Layout::bhsd; });
 }
 
-Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads, bool grouped) {
+Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads) {
   using HL = GenPolicy::HeadLayout;
   Weighted<int64_t> groups;
   for (auto [g, w] : p.group_size_weights)
@@ -48,16 +48,16 @@ Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads, bool grouped) {
   if (!any_group) groups = {{2, 1.0}};  // never used: GQA gets weight 0 below
   Weighted<HL> layouts;
   for (auto [layout, w] : p.head_layout_weights) {
-    const bool possible = layout == HL::mha || (grouped && layout == HL::mqa && max_heads >= 2) ||
-                          (grouped && layout == HL::gqa && any_group);
+    const bool possible = layout == HL::mha || (layout == HL::mqa && max_heads >= 2) ||
+                          (layout == HL::gqa && any_group);
     layouts.push_back({layout, possible ? w : 0.0});
   }
   // All parts are drawn independently and combined, so each shrinks on its
   // own (a mapcat would freeze the layout once the head count shrinks).
   return gen::apply(
-      [max_heads, grouped](HL layout, int64_t h, int64_t g, int64_t kv, bool gqa_mha, bool gqa_mqa) {
+      [max_heads](HL layout, int64_t h, int64_t g, int64_t kv, bool gqa_mha, bool gqa_mqa) {
         switch (layout) {
-          case HL::mha: return Heads{h, h, grouped && gqa_mha};
+          case HL::mha: return Heads{h, h, gqa_mha};
           case HL::mqa: return Heads{std::max<int64_t>(h, 2), 1, gqa_mqa};
           case HL::gqa: break;
         }

@@ -36,7 +36,7 @@ rc::Gen<Layout> gen_layout(const GenPolicy& p, const CaseSpace& space);
 
 /// A head layout aten accepts, with Hq <= max_heads: MHA (Hq == Hkv), GQA
 /// (enable_gqa, Hq = g * Hkv) or MQA (Hkv == 1). Shrinks toward MHA, Hq 1.
-rc::Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads, bool grouped = true);
+rc::Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads);
 
 /// The highest batch rank drawn: the last rank p.batch_rank_weights weighs,
 /// cut at space.max_batch_rank and SizeLimits' max_batch_rank.

@@ -8,6 +8,7 @@
 #include "backends/cortex_m/cmsis/batch_matmul_s8.h"
 #include "backends/cortex_m/cmsis/cmsis_error.h"
 #include "backends/cortex_m/cmsis/elementwise_mul_s8.h"
+#include "backends/cortex_m/cmsis/fully_connected_s8.h"
 #include "backends/cortex_m/cmsis/lowering_params.h"
 #include "backends/cortex_m/cmsis/quantize.h"
 #include "backends/cortex_m/cmsis/softmax_s8.h"
@@ -142,6 +143,50 @@ Tensor softmax_int8(const KernelArgs& a) {
   return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), x.numel() / std::max<int64_t>(row, 1), row, p));
 }
 
+// x [..., K] int8, weight [N, K] int8, bias [N] int32 or none.
+void check_linear_shapes(const Tensor& x, const Tensor& w, const Tensor* b) {
+  if (x.dim() < 1 || w.dim() != 2 || x.shape.back() != w.shape[1] || (b && (b->dim() != 1 || b->shape[0] != w.shape[0])))
+    refuse("quantized_linear takes input [..., K], weight [N, K] and bias [N]; got " + shape_str(x.shape) + ", " +
+           shape_str(w.shape) + (b ? " and " + shape_str(b->shape) : std::string()));
+}
+
+Shape linear_shape(const Tensor& x, const Tensor& w) {
+  Shape s = x.shape;
+  s.back() = w.shape[0];
+  return s;
+}
+
+std::vector<int32_t> bias_codes(const Tensor* b) {
+  std::vector<int32_t> out;
+  if (!b) return out;
+  if (b->dtype != DType::i32) refuse(std::string("bias is ") + dtype_name(b->dtype) + ", the op takes int32");
+  for (double v : b->data) {
+    if (v != std::floor(v) || v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+      throw GraphError("bias value " + std::to_string(v) + " is not an int32");
+    out.push_back(static_cast<int32_t>(v));
+  }
+  return out;
+}
+
+Kernel linear_int8(cmsis::Rounding rounding) {
+  return [rounding](const KernelArgs& a) {
+    const Tensor &x = a.tensor(0), &w = a.tensor(1);
+    const Tensor* b = a.optional_tensor(2);
+    check_linear_shapes(x, w, b);
+    cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
+    cmsis::FullyConnectedParams p;
+    p.input_offset = i32(a, 3);
+    p.output_offset = i32(a, 4);
+    p.multiplier = i32(a, 5);
+    p.shift = i32(a, 6);
+    p.rounding = rounding;
+    const int64_t k = w.shape[1], n = w.shape[0];
+    const cmsis::FullyConnectedDims d{x.numel() / std::max<int64_t>(k, 1), n, k};
+    return int8_result(a, linear_shape(x, w),
+                       cmsis::arm_fully_connected_s8(codes(x, "input"), codes(w, "weight"), bias_codes(b), d, p));
+  };
+}
+
 // ---- exact: the real computation the qparams describe ----
 
 Tensor with_meta(const KernelArgs& a, Tensor t) {
@@ -211,6 +256,31 @@ Tensor softmax_exact(const KernelArgs& a) {
   return with_meta(a, out);
 }
 
+// The real linear the codes stand for: the unrounded input code, the float
+// weight and bias the int8 / int32 constants round (kwargs real_weight,
+// real_bias), the output as its unrounded code.
+Tensor linear_exact(const KernelArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const Value* rw = a.kwarg("real_weight");
+  const Value* rb = a.kwarg("real_bias");
+  if (!rw || !std::holds_alternative<const Tensor*>(*rw))
+    throw GraphError("%" + a.node.name + ": quantized_linear without its real_weight");
+  const Tensor& w = *std::get<const Tensor*>(*rw);
+  const Tensor* b = rb && std::holds_alternative<const Tensor*>(*rb) ? std::get<const Tensor*>(*rb) : nullptr;
+  check_linear_shapes(x, w, b);
+  const long double zi = -a.integer(3), zo = a.integer(4), si = *a.kwarg_real("input_scale"),
+                    so = *a.kwarg_real("output_scale");
+  const int64_t k = w.shape[1], n = w.shape[0], rows = x.numel() / std::max<int64_t>(k, 1);
+  Tensor out(DType::i8, linear_shape(x, w));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < n; ++o) {
+      long double acc = b ? b->data[o] : 0.0L;
+      for (int64_t i = 0; i < k; ++i) acc += (x.data[r * k + i] - zi) * si * w.data[o * k + i];
+      out.data[r * n + o] = static_cast<double>(acc / so + zo);
+    }
+  return with_meta(a, out);
+}
+
 void add_transpose(KernelSet& k) {
   // cortex_m.transpose (arm_transpose_s8): a permutation, exact in every set.
   const KernelSet ref = make_reference_kernels("ref", Numerics::exact);
@@ -219,7 +289,7 @@ void add_transpose(KernelSet& k) {
 
 }  // namespace
 
-KernelSet cmsis_nn_kernels(cmsis::Rounding rounding) {
+KernelSet cmsis_nn_kernels(cmsis::Rounding rounding, DType linear_accumulation) {
   KernelSet k = make_reference_kernels("cmsis-nn", Numerics::emulated);
   add_transpose(k);
   k.add(kQuantizeOp, guarded(quantize_int8));
@@ -227,7 +297,8 @@ KernelSet cmsis_nn_kernels(cmsis::Rounding rounding) {
   k.add(kBmmOp, guarded(bmm_int8(rounding)));
   k.add(kMulOp, guarded(mul_int8(rounding)));
   k.add(kSoftmaxOp, guarded(softmax_int8));
-  add_linear_kernel(k, /*exact=*/false);
+  k.add(kQuantizedLinearOp, guarded(linear_int8(rounding)));
+  add_linear_kernel(k, /*exact=*/false, linear_accumulation);
   return k;
 }
 
@@ -239,6 +310,7 @@ KernelSet exact_cortex_m_kernels() {
   k.add(kBmmOp, guarded(bmm_exact));
   k.add(kMulOp, guarded(mul_exact));
   k.add(kSoftmaxOp, guarded(softmax_exact));
+  k.add(kQuantizedLinearOp, guarded(linear_exact));
   add_linear_kernel(k, /*exact=*/true);
   return k;
 }

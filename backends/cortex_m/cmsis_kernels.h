@@ -14,7 +14,9 @@
 
 namespace sdpa::cortex_m {
 
-KernelSet cmsis_nn_kernels(cmsis::Rounding rounding = cmsis::Rounding::double_rounding);
+/// `linear_accumulation`: what the portable fp32 linear accumulates in (f16: a self-test mutant).
+KernelSet cmsis_nn_kernels(cmsis::Rounding rounding = cmsis::Rounding::double_rounding,
+                           DType linear_accumulation = DType::f32);
 KernelSet exact_cortex_m_kernels();
 
 }  // namespace sdpa::cortex_m

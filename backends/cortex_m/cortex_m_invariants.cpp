@@ -26,8 +26,16 @@ void check_dtypes(const Graph& g, std::vector<std::string>& out) {
   for (const Node& n : g.nodes) {
     if (n.op == "placeholder" || n.op == "get_attr" || n.outputs.empty()) continue;
     std::vector<const ValueInfo*> in;
-    for (const auto& a : n.args)
-      if (const auto* v = std::get_if<ValueRef>(&a)) in.push_back(&g.info(*v));
+    for (size_t i = 0; i < n.args.size(); ++i)
+      if (const auto* v = std::get_if<ValueRef>(&n.args[i])) {
+        // quantized_linear's bias is int32 (scale S_in·S_w).
+        if (n.op == kQuantizedLinearOp && i == 2) {
+          if (g.info(*v).dtype != DType::i32)
+            return out.push_back(where(n) + ": bias " + print_value_info(g.info(*v)) + ", the op takes int32");
+          continue;
+        }
+        in.push_back(&g.info(*v));
+      }
     const ValueInfo& o = n.outputs[0];
     const bool cortex = n.op.rfind("cortex_m.", 0) == 0;
     const DType want_in = n.op == kQuantizeOp ? DType::f32 : DType::i8;
@@ -121,7 +129,7 @@ void check_proportional(const Case& c, const Graph& g, std::vector<std::string>&
 }
 
 void check_stages(const InvariantContext& ctx, const Graph& g, std::vector<std::string>& out) {
-  if (g.count(kBmmOp) + g.count(kMulOp) + g.count(kSoftmaxOp) == 0) return;
+  if (g.count(kBmmOp) + g.count(kMulOp) + g.count(kSoftmaxOp) + g.count(kQuantizedLinearOp) == 0) return;
   std::optional<Execution> run;
   try {
     run = interpret(g, ctx.kernels, ctx.inputs, RunContext{}, /*keep_values=*/true);

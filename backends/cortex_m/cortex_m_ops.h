@@ -14,6 +14,11 @@
 //                 shift; a_scale, b_scale, output_scale)
 //   softmax(x, dim, input_zero_point, output_zero_point, input_multiplier,
 //           input_shift, diff_min; input_scale)
+//   quantized_linear(x, weight, bias, input_offset, output_offset, multiplier,
+//                    shift; input_scale, weight_scale, output_scale, real_weight,
+//                    real_bias)   weight int8 [N, K] (zero point 0), bias int32 [N]
+//                    (scale S_in·S_w); real_weight / real_bias: the float
+//                    parameters the codes round, which only the exact set reads
 namespace sdpa::cortex_m {
 
 inline constexpr const char* kQuantizeOp = "cortex_m.quantize_per_tensor.default";
@@ -22,6 +27,7 @@ inline constexpr const char* kTransposeOp = "cortex_m.transpose.default";
 inline constexpr const char* kBmmOp = "cortex_m.quantized_batch_matmul.default";
 inline constexpr const char* kMulOp = "cortex_m.quantized_mul.default";
 inline constexpr const char* kSoftmaxOp = "cortex_m.softmax.default";
+inline constexpr const char* kQuantizedLinearOp = "cortex_m.quantized_linear.default";
 /// An aten op the lowering keeps: a float linear, or (annotated and folded by
 /// FoldAndAnnotateQParamsPass) one reading int8 with its qparams as kwargs.
 inline constexpr const char* kLinearOp = "aten.linear.default";

@@ -9,7 +9,10 @@
 #include "backends/cortex_m/cortex_m_invariants.h"
 #include "backends/cortex_m/cortex_m_ops.h"
 #include "backends/cortex_m/decompose_sdpa_pass.h"
+#include "backends/cortex_m/linear_kernel.h"
 #include "backends/cortex_m/matmul_to_bmm_pass.h"
+#include "backends/cortex_m/mha_composite.h"
+#include "backends/cortex_m/mha_entry.h"
 #include "backends/cortex_m/quantize_lower_pass.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -20,7 +23,8 @@ const std::map<std::string, std::string>& mutant_table() {
   static const std::map<std::string, std::string> m = {
       {"non-proportional-qparams",
        "the scale MUL's output observer reads the MUL's input: out_scale == in_scale, not in_scale·scale"},
-      {"single-rounding", "CMSIS-NN built with CMSIS_NN_USE_SINGLE_ROUNDING: requantize rounds once, half up"}};
+      {"single-rounding", "CMSIS-NN built with CMSIS_NN_USE_SINGLE_ROUNDING: requantize rounds once, half up"},
+      {"linear-f16", "the portable fp32 linear (the mha form's projections) accumulates in f16"}};
   return m;
 }
 
@@ -77,19 +81,30 @@ KernelNumerics cmsis_numerics(const Case& c, const Graph& g) {
   return KernelNumerics::quantized(q);
 }
 
+LinearMeta parse_linear(const std::string& name) {
+  return name == "int8" ? LinearMeta::int8_meta : name == "retraced-int32" ? LinearMeta::retraced_int32
+                                                                          : LinearMeta::not_annotated;
+}
+
 class CortexMTarget : public Target {
  public:
   explicit CortexMTarget(Options options)
       : options_(std::move(options)),
         policy_(*parse_policy(options_.at("guard"))),
         quantized_(options_.at("quantize") == "int8"),
+        mha_(options_.at("entry") == "mha"),
         decompose_(policy_, parse_guard_rule(options_.at("weaken"))),
         lower_(QuantizerConfig{policy_ == Policy::decompose_fold, options_.at("softmax-check") == "upstream",
                                options_.at("mutant") == "non-proportional-qparams",
-                               options_.at("mul-qparams") == "derived"}),
-        kernels_(cmsis_nn_kernels(options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
-                                                                              : cmsis::Rounding::double_rounding)),
-        exact_(exact_cortex_m_kernels()) {}
+                               options_.at("mul-qparams") == "derived", parse_linear(options_.at("linear"))}),
+        kernels_(cmsis_nn_kernels(
+            options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
+                                                       : cmsis::Rounding::double_rounding,
+            options_.at("mutant") == "linear-f16" ? DType::f16 : DType::f32)),
+        exact_(exact_cortex_m_kernels()),
+        baseline_(naive_kernels()) {
+    add_linear_kernel(baseline_, /*exact=*/false);  // the mha form's projections, naive fp32
+  }
 
   std::string name() const override { return "cortex-m"; }
   const Options& options() const override { return options_; }
@@ -103,6 +118,11 @@ class CortexMTarget : public Target {
       // Only the calls DecomposeSDPAPass takes (semantics/passes.md §1).
       s.masks = s.causal = s.dropout = s.grouped_heads = false;
     }
+    if (mha_) {
+      // What nn.MultiheadAttention cannot express is not drawn (mha_refuses).
+      s.bshd_layout = s.masks = s.dropout = s.causal = false;
+      s.grouped_heads = s.distinct_value_dim = s.explicit_scale = false;
+    }
     return s;
   }
 
@@ -110,16 +130,30 @@ class CortexMTarget : public Target {
     if (c.dtype != DType::f32) return std::string("the cortex-m entry form is an fp32 graph from export");
     if (!c.symbols.empty()) return std::string("the cortex-m entry form has static shapes (no symbols)");
     if (!(c.start_pos == SymExpr(0))) return std::string("the cortex-m entry form has no KV-cache position");
+    if (mha_) return mha_refuses(c);
     return std::nullopt;
   }
 
   // The aten SDPA export hands the pipeline, carrying the call's own tensors
   // as the example inputs the quantizer calibrates on.
   Graph entry(const Case& c) const override {
-    Graph g = sdpa_entry_graph(c);
-    if (quantized_) attach_example_inputs(g, Target::inputs(c, make_case_tensors(c, c.runs().at(0))));
+    Graph g = mha_ ? mha_entry_graph(c) : sdpa_entry_graph(c);
+    if (quantized_) attach_example_inputs(g, run_inputs(c));
     return g;
   }
+
+  std::optional<Composite> composite(const Case& c) const override {
+    if (!mha_) return std::nullopt;
+    return mha_composite(c);
+  }
+
+  // The module's query, key and value (static shapes: one run).
+  std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const override {
+    return mha_ ? mha_inputs(c) : Target::inputs(c, t);
+  }
+
+  // §1.6: the retrace of a bmm whose operands differ in dtype fails upstream.
+  std::vector<std::string> type_errors(const Graph& g) const override { return retrace_type_errors(g); }
 
   std::vector<const Pass*> passes() const override {
     std::vector<const Pass*> p;
@@ -135,22 +169,27 @@ class CortexMTarget : public Target {
              cmsis_numerics}};
   }
   const KernelSet& exact_kernels() const override { return exact_; }
-  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+  const KernelSet& baseline_kernels() const override { return baseline_; }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
     InvariantContext ctx{decompose_, policy_, quantized_, kernels_, {}};
-    if (quantized_) ctx.inputs = Target::inputs(c, make_case_tensors(c, c.runs().at(0)));
+    if (quantized_) ctx.inputs = run_inputs(c);
     return cortex_m_invariants(ctx, c, before, after);
   }
 
  private:
+  std::map<std::string, Tensor> run_inputs(const Case& c) const {
+    return mha_ ? mha_inputs(c) : Target::inputs(c, make_case_tensors(c, c.runs().at(0)));
+  }
+
   Options options_;
   Policy policy_;
   bool quantized_;
+  bool mha_;
   DecomposeSdpaPass decompose_;
   MatmulToBmmPass to_bmm_;
   QuantizeLowerPass lower_;
-  KernelSet kernels_, exact_;
+  KernelSet kernels_, exact_, baseline_;
 };
 
 class CortexMFactory : public TargetFactory {
@@ -166,7 +205,12 @@ class CortexMFactory : public TargetFactory {
     return {{"guard", {"decompose", "decompose+fold", "shared-decomp", "none"}, "decompose",
              "DecomposeSDPAPass policy: decompose (one scale MUL, run as an int8 multiply), decompose+fold (the "
              "MUL folded into the preceding requantization), shared-decomp (sqrt(scale) into q and k), none"},
-            {"entry", {"sdpa"}, "sdpa", "entry form: an fp32 aten SDPA from export, static shapes"},
+            {"entry", {"sdpa", "mha"}, "sdpa",
+             "entry form: sdpa, an fp32 aten SDPA from export, static shapes; mha, nn.MultiheadAttention "
+             "(in-projection linears, SDPA, out-projection linear; weights from the case's data stream)"},
+            {"linear", {"fp32", "int8", "retraced-int32"}, "fp32",
+             "the mha form's linears: fp32 (not annotated), int8 (annotated, folded with an int8 output meta and "
+             "lowered to cortex_m.quantized_linear), retraced-int32 (folded, the retrace's int32 output meta, #21943)"},
             {"space", {"all", "eligible"}, "all",
              "all: every fp32 call (an ineligible one is checked to be left unchanged); eligible: only calls "
              "the decomposition takes (no mask, not causal, no dropout, Hq == Hkv)"},
@@ -186,6 +230,9 @@ class CortexMFactory : public TargetFactory {
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;
     for (const auto& [name, what] : mutant_table()) out.push_back({name, {{"mutant", name}}, what});
+    // The linears are the mha form's; f16 rounding shows against fp32 attention.
+    for (auto& m : out)
+      if (m.name == "linear-f16") m.options.insert({{"entry", "mha"}, {"quantize", "off"}});
     // The case space draws only fp32, static, rank >= 3 calls with equal
     // leading dims: weakening those rules has no consequence a campaign can
     // reach (the pass tests cover them), so only these four are mutants.

@@ -4,8 +4,9 @@
 
 namespace sdpa::cortex_m {
 
-void add_linear_kernel(KernelSet& k, bool exact) {
-  k.add("aten.linear.default", [exact](const KernelArgs& a) -> std::vector<Tensor> {
+void add_linear_kernel(KernelSet& k, bool exact, DType accumulation) {
+  const bool f16 = accumulation == DType::f16;
+  k.add("aten.linear.default", [exact, f16](const KernelArgs& a) -> std::vector<Tensor> {
     const Tensor& x = a.tensor(0);
     const Tensor& w = a.tensor(1);
     const Tensor* b = a.optional_tensor(2);
@@ -23,8 +24,10 @@ void add_linear_kernel(KernelSet& k, bool exact) {
         for (int64_t i = 0; i < kdim; ++i) {
           acc += static_cast<long double>(x.data[r * kdim + i]) * w.data[o * kdim + i];
           accf += static_cast<float>(x.data[r * kdim + i]) * static_cast<float>(w.data[o * kdim + i]);
+          if (f16) accf = static_cast<float>(round_to(DType::f16, accf));
         }
         if (b) acc += b->data[o], accf += static_cast<float>(b->data[o]);
+        if (f16) accf = static_cast<float>(round_to(DType::f16, accf));
         out.data[r * n + o] = exact ? static_cast<double>(acc) : static_cast<double>(accf);
       }
     return {out};

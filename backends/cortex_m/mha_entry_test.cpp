@@ -1,6 +1,6 @@
 // The mha entry form (nn.MultiheadAttention, need_weights=False): its exact
-// run is out_proj(SDPA(in_proj(x))) computed by hand here (the golden the
-// harness cannot yet express, see README), the passes on it, and the §1.6
+// run is out_proj(SDPA(in_proj(x))) computed by hand here (independently of
+// the harness's composite, mha_composite.h), the passes on it, and the §1.6
 // regression: a retraced folded linear's int32 output meeting the int8
 // softmax output at the second attention bmm is a type error naming the node.
 #include "backends/cortex_m/mha_entry.h"
@@ -210,8 +210,18 @@ TEST(MhaRetrace, AnInt8OutputMetaLeavesNoTypeError) {
   EXPECT_EQ(count(l, kBmmOp), 2);
   int int8_linears = 0;
   for (const Node& n : l.nodes)
-    if (n.op == kLinearOp && n.outputs[0].dtype == DType::i8) ++int8_linears;
+    if (n.op == kQuantizedLinearOp && n.outputs[0].dtype == DType::i8) ++int8_linears;
   EXPECT_EQ(int8_linears, 4);
+  EXPECT_EQ(count(l, kLinearOp), 0);
+  // The lowered graph runs on arm_fully_connected_s8 and the int8 attention:
+  // within 10% of max |out| like the fp32-linear form, and the exact set
+  // (real weights, unrounded codes) gives back the golden.
+  const std::vector<double> want = mha_golden(c);
+  const double err = max_abs_diff(interpret(l, cmsis_nn_kernels(), mha_inputs(c), RunContext{}).outputs.at(0), want);
+  std::printf("mha int8 linears and attention: max error %.4g of max |out| %.4g\n", err, max_abs(want));
+  EXPECT_LT(err, 0.1 * max_abs(want));
+  EXPECT_LT(max_abs_diff(interpret(l, exact_cortex_m_kernels(), mha_inputs(c), RunContext{}).outputs.at(0), want),
+            1e-9 * max_abs(want));
 }
 
 }  // namespace

@@ -163,15 +163,29 @@ class Lowering {
       const Tensor& bf = observed(*b);
       const QParams qb{qi.scale * qw.scale, 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
       Tensor b32(DType::i32, bf.shape);
-      for (size_t j = 0; j < bf.data.size(); ++j) b32.data[j] = std::nearbyint(bf.data[j] / qb.scale);
+      // quantize_per_tensor to int32 clamps to its range (a tiny S_in·S_w can push a bias past it).
+      for (size_t j = 0; j < bf.data.size(); ++j)
+        b32.data[j] = std::clamp(std::nearbyint(bf.data[j] / qb.scale), static_cast<double>(qb.qmin),
+                                 static_cast<double>(qb.qmax));
       b32.qparams = qb;
       args.push_back(out().constant(n.name + "_bias_int32", b32, g_.info(*b).shape));
     }
-    const DType od = cfg_.linear == LinearMeta::retraced_int32 ? DType::i32 : DType::i8;
-    int8_[i] = out().call(kLinearOp, args,
-                          {{"input_scale", qi.scale}, {"input_zero_point", qi.zero_point}, {"weight_scale", qw.scale},
-                           {"output_scale", qo.scale}, {"output_zero_point", qo.zero_point}},
-                          {{od, n.outputs.at(0).shape, qo}}, n.name);
+    if (cfg_.linear == LinearMeta::retraced_int32) {
+      // The retrace fails before AtenToCortexMPass: the graph keeps the folded aten.linear.
+      int8_[i] = out().call(kLinearOp, args,
+                            {{"input_scale", qi.scale}, {"input_zero_point", qi.zero_point}, {"weight_scale", qw.scale},
+                             {"output_scale", qo.scale}, {"output_zero_point", qo.zero_point}},
+                            {{DType::i32, n.outputs.at(0).shape, qo}}, n.name);
+      return;
+    }
+    // AtenToCortexMPass: cortex_m.quantized_linear (arm_fully_connected_s8).
+    if (args.size() < 3) args.push_back(None{});
+    const cmsis::FullyConnectedParams p = cmsis::fully_connected_params(to_cmsis(qi), qw.scale, to_cmsis(qo));
+    args.insert(args.end(), {int64_t{p.input_offset}, int64_t{p.output_offset}, int64_t{p.multiplier}, int64_t{p.shift}});
+    std::vector<std::pair<std::string, Arg>> kwargs{{"input_scale", qi.scale}, {"weight_scale", qw.scale},
+                                                    {"output_scale", qo.scale}, {"real_weight", rw_.map(w)}};
+    if (const ValueRef* b = tensor_arg(n, 2)) kwargs.push_back({"real_bias", rw_.map(*b)});
+    int8_[i] = out().call(kQuantizedLinearOp, args, kwargs, {{DType::i8, n.outputs.at(0).shape, qo}}, n.name);
   }
 
   // FoldScaleIntoQuantizePass's match (§1.4): c finite and nonzero, S_out

@@ -15,8 +15,10 @@
 ///   rejected and stays fp32 (CortexMSoftmaxCheck's quirk);
 /// - aten.linear, where config.linear annotates it: int8 input (its observer's
 ///   qparams), a symmetric int8 weight constant (scale max|w|/127, zp 0), an
-///   int32 bias constant (scale S_in·S_w), kept as aten.linear with the qparams
-///   as kwargs and the output dtype config.linear gives it;
+///   int32 bias constant (scale S_in·S_w); with int8_meta lowered to
+///   cortex_m.quantized_linear (arm_fully_connected_s8), with retraced_int32
+///   kept as the folded aten.linear with the qparams as kwargs and an int32
+///   output (the retrace fails before the lowering);
 /// - view ops on int8 values share their input's qparams (SharedQspecQuantizer);
 /// - a float op reading an int8 value reads it through
 ///   cortex_m.dequantize_per_tensor, a quantized op reading a float value

@@ -76,6 +76,31 @@ std::optional<std::string> mul_stage(const Graph& g, const Execution& run, const
                      static_cast<long double>(kwarg(n, "a_scale")) * kwarg(n, "b_scale") / kwarg(n, "output_scale"));
 }
 
+// quantized_linear: the int32 accumulator Σ_k (x - zp_in)·w + bias of each
+// output, requantized by S_in·S_w/S_o (its offsets sit at args 3 and 4).
+std::optional<std::string> linear_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+  const Tensor &x = arg_value(g, run, n, 0), &w = arg_value(g, run, n, 1);
+  const Tensor* b = std::holds_alternative<ValueRef>(n.args.at(2)) ? &arg_value(g, run, n, 2) : nullptr;
+  const int64_t io = std::get<int64_t>(n.args.at(3)), zo = std::get<int64_t>(n.args.at(4)),
+                m = std::get<int64_t>(n.args.at(5)), s = std::get<int64_t>(n.args.at(6));
+  const int64_t K = w.shape[1], N = w.shape[0], rows = x.numel() / std::max<int64_t>(K, 1);
+  const long double real = static_cast<long double>(kwarg(n, "input_scale")) * kwarg(n, "weight_scale") /
+                           kwarg(n, "output_scale");
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < N; ++o) {
+      int64_t acc = b ? static_cast<int64_t>(b->data[o]) : 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += (static_cast<int64_t>(x.data[r * K + k]) + io) * static_cast<int64_t>(w.data[o * K + k]);
+      const int64_t got = static_cast<int64_t>(out.data[r * N + o]);
+      const int64_t fake = clamp8(std::nearbyint(acc * real) + zo);
+      if (std::llabs(got - fake) > 1)
+        return element(n, out.shape, r * N + o, "more than 1 LSB from its fake-quantized twin", got, fake);
+      const int64_t aot = clamp8(static_cast<long double>(requantize_cmsis(acc, m, s) + zo));
+      if (got != aot) return element(n, out.shape, r * N + o, "the AOT reference requantize_cmsis gives", got, aot);
+    }
+  return std::nullopt;
+}
+
 std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor& x = arg_value(g, run, n, 0);
   const long double s = kwarg(n, "input_scale");
@@ -117,6 +142,7 @@ std::optional<std::string> first_stage_out_of_bound(const Graph& g, const Execut
     if (n.op == kBmmOp) breach = bmm_stage(g, run, n, out);
     else if (n.op == kMulOp) breach = mul_stage(g, run, n, out);
     else if (n.op == kSoftmaxOp) breach = softmax_stage(g, run, n, out);
+    else if (n.op == kQuantizedLinearOp) breach = linear_stage(g, run, n, out);
     if (breach) return breach;
   }
   return std::nullopt;

@@ -3,8 +3,9 @@
 /// a lowered graph, run on the cmsis-nn kernels, against a twin computed from
 /// the stage's own int8 inputs:
 ///  - its fake-quantized twin, clamp(round_half_even(real result / S_out) + Z_out):
-///    within 1 LSB for quantized_batch_matmul and quantized_mul, 2 LSB for softmax;
-///  - for bmm and mul, the AOT reference that ExecuTorch's tests hold the kernels
+///    within 1 LSB for quantized_batch_matmul, quantized_mul and quantized_linear,
+///    2 LSB for softmax;
+///  - for bmm, mul and linear, the AOT reference that ExecuTorch's tests hold the kernels
 ///    to, requantize_cmsis (passes_utils.py, double rounding): bit-exact.
 #include <optional>
 #include <string>

@@ -151,12 +151,23 @@ class Explainer {
 
   // Tensors, goldens and the value scale as the checker computes them.
   void prepare_runs() {
+    composite_ = target_.composite(c_);
     for (const auto& at : runs_) {
-      tensors_.push_back(make_case_tensors(c_, at));
-      value_scale_ = std::max(value_scale_, tensors_.back().v.max_abs());
+      tensors_.push_back(composite_ ? composite_->sdpa_tensors(at) : make_case_tensors(c_, at));
+      value_scale_ = std::max(value_scale_, composite_ ? composite_->scale(tensors_.back()) : tensors_.back().v.max_abs());
     }
     value_scale_ /= 1.0 - c_.dropout_p;
-    for (size_t r = 0; r < runs_.size(); ++r) goldens_.push_back(ref_.golden(meaning_, tensors_[r], runs_[r]));
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      sdpa_goldens_.push_back(ref_.golden(meaning_, tensors_[r], runs_[r]));
+      goldens_.push_back(composite_ ? composite_golden(*composite_, sdpa_goldens_.back()) : sdpa_goldens_.back());
+    }
+  }
+
+  // The bound the checker holds a set to at run r, from its numerics (and,
+  // for a composite, carried through the module's graph g).
+  ErrorBound bound_at(size_t r, const KernelNumerics& n, const Graph& g) const {
+    ErrorBound b = ref_.bound(meaning_, tensors_[r], sdpa_goldens_[r], n);
+    return composite_ ? composite_->bound(b, tensors_[r], sdpa_goldens_[r], g) : b;
   }
 
   std::optional<Execution> execute(const Graph& g, const KernelSet& k, size_t r, bool keep, std::string& error) {
@@ -216,7 +227,7 @@ class Explainer {
           o_ << "no numerics model: accuracy is unsupported\n";
           continue;
         }
-        ErrorBound bound = ref_.bound(meaning_, tensors_[r], gold, numerics);
+        ErrorBound bound = bound_at(r, numerics, g1);
         Comparison cmp = compare_accuracy(out, baseline->outputs[0], gold, bound, c_.dtype);
         ElementError e = element_error(out, gold.out);
         o_ << e.str();
@@ -289,7 +300,7 @@ class Explainer {
       const KernelNumerics n = ks.numerics(c_, g);
       if (n.kind == KernelNumerics::Kind::none) continue;
       o_ << "kernel set " << ks.kernels->name() << ":\n"
-         << ref_.bound(meaning_, tensors_[r], goldens_[r], n).inputs.dump(2) << "\n";
+         << bound_at(r, n, g).inputs.dump(2) << "\n";
       return;
     }
     o_ << "(no kernel set with a numerics model claims " << dtype_name(c_.dtype) << ")\n";
@@ -307,7 +318,9 @@ class Explainer {
   const KernelSet* kernels_ = nullptr;  // named by the finding
   const KernelSet* first_ = nullptr;    // the first set claiming the case dtype
   std::vector<CaseTensors> tensors_;
-  std::vector<Golden> goldens_;
+  std::vector<Golden> goldens_;  // the module's, for a composite
+  std::optional<Composite> composite_;
+  std::vector<Golden> sdpa_goldens_;
   double value_scale_ = 0.0;
   std::ostringstream o_;
 };

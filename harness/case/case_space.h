@@ -14,13 +14,15 @@ struct CaseSpace {
   bool start_pos = false;     // the entry form carries a KV-cache position
   bool dropout = true;
   bool masks = true;
-  bool causal = true;         // is_causal calls
-  bool grouped_heads = true;  // Hkv < Hq (GQA and MQA), and enable_gqa set
   /// Only causal calls: is_causal, or a mask of pattern causal over the full
-  /// [Lq, Lkv] (leading dims may broadcast): the promise of an option such
-  /// as the llm pass's assume_causal_mask.
+  /// [Lq, Lkv] (leading dims may broadcast; an additive one filled with
+  /// -inf): the promise of an option such as the llm pass's assume_causal_mask.
   bool causal_only = false;
   bool dynamic_dims = true;
+  bool grouped_heads = true;       // Hq != Hkv, enable_gqa (else Hkv = Hq, no enable_gqa)
+  bool distinct_value_dim = true;  // E != Ev (else Ev = E)
+  bool causal = true;              // is_causal
+  bool explicit_scale = true;      // a scale argument (else the default 1/sqrt(E))
   int max_batch_rank = 2;
   /// Weight of each batch rank (index = rank) when the entry form prefers
   /// some ranks (a 4-D [B, H, L, D] op); empty: the generation policy's.

@@ -22,10 +22,15 @@ std::string CaseChecker::numerics_key(const KernelNumerics& n) {
 
 // The bound depends only on the run and the declaration: kernel sets that
 // declare the same numerics share one computation.
-const ErrorBound& CaseChecker::error_bound(size_t r, const std::string& kernel_set, const KernelNumerics& n) {
+const ErrorBound& CaseChecker::error_bound(size_t r, const std::string& kernel_set, const KernelNumerics& n,
+                                           const Graph* g) {
   auto key = std::make_pair(r, numerics_key(n));
   auto it = bounds_.find(key);
-  if (it == bounds_.end()) it = bounds_.emplace(key, ref_.bound(meaning_, tensors_[r], goldens_[r], n)).first;
+  if (it == bounds_.end()) {
+    ErrorBound b = ref_.bound(meaning_, tensors_[r], sdpa_goldens_[r], n);
+    if (composite_) b = composite_->bound(b, tensors_[r], sdpa_goldens_[r], g ? *g : Graph{});
+    it = bounds_.emplace(key, std::move(b)).first;
+  }
   return it->second;
 }
 
@@ -40,7 +45,7 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   ErrorBound bound;
   DType dtype = c_.dtype;
   if (baseline) {
-    bound = error_bound(r, kernel_set, *numerics);
+    bound = error_bound(r, kernel_set, *numerics, g);
     cmp = compare_accuracy(out, *baseline, gold, bound, dtype);
     if (cmp.shape_ok && cmp.nonfinite_rows.empty()) {
       const double step = numerics->kind == KernelNumerics::Kind::quantized ? numerics->quant.output_step : 0.0;

@@ -82,7 +82,8 @@ class CaseChecker {
 
   // The bound depends only on the run and the declaration: kernel sets that
   // declare the same numerics share one computation.
-  const ErrorBound& error_bound(size_t r, const std::string& kernel_set, const KernelNumerics& n);
+  // A composite's bound adds the projections of graph `g` (the one the set runs).
+  const ErrorBound& error_bound(size_t r, const std::string& kernel_set, const KernelNumerics& n, const Graph* g);
 
   // max |V| over every run, scaled by dropout: what an output averages.
   double value_scale() const { return value_scale_; }
@@ -158,7 +159,9 @@ class CaseChecker {
   std::vector<CaseTensors> tensors_;
   std::vector<std::map<std::string, Tensor>> inputs_;  // placeholder bindings per run
   std::map<std::pair<size_t, std::string>, ErrorBound> bounds_;
-  std::vector<Golden> goldens_;
+  std::vector<Golden> goldens_;       // what the entry graph's output must match (the module's, for a composite)
+  std::optional<Composite> composite_;  // the module around the SDPA call, when the entry form is one
+  std::vector<Golden> sdpa_goldens_;  // the oracles' output of the SDPA call
   std::vector<Golden> entry_refs_;  // the entry graph's exact output at each run
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision

@@ -33,13 +33,16 @@ CaseResult CaseChecker::run() {
   }
   bool rewritten = false;
   for (const auto& d : result_.decisions) rewritten = rewritten || d.rewrite;
-  std::vector<std::string> broken;
-  if (opt_.passes) broken = target_.invariants(c_, g0, *g1);
+  std::vector<std::string> broken, type_errors;
+  if (opt_.passes) broken = target_.invariants(c_, g0, *g1), type_errors = target_.type_errors(*g1);
   for (const auto& v : broken) result_.findings.push_back(finding(Verdict::broken_invariant, Check::invariant, v));
+  for (const auto& e : type_errors) result_.findings.push_back(finding(Verdict::dtype_mismatch, Check::soundness, e));
+  broken.insert(broken.end(), type_errors.begin(), type_errors.end());
   // A pass may change the graph around a node it kept (dead transposes):
   // any change is checked for soundness.
   const bool changed = rewritten || (opt_.passes && print_graph(*g1) != print_graph(g0));
-  const bool sound = !changed || check_rewritten(g0, *g1);
+  // A graph the pipeline's retrace rejects never runs.
+  const bool sound = type_errors.empty() && (!changed || check_rewritten(g0, *g1));
   if (sound) accuracy(g0, *g1, rewritten);
   // Completeness and the per-node attribution run on unsound cases too:
   // the gate reads every decision's own soundness.
@@ -111,16 +114,18 @@ void CaseChecker::check_variant() const {
 // graph means; false on oracle disagreement.
 bool CaseChecker::prepare() {
   auto t0 = Clock::now();
+  composite_ = target_.composite(c_);
   for (const auto& at : runs_) {
-    tensors_.push_back(make_case_tensors(c_, at));
+    tensors_.push_back(composite_ ? composite_->sdpa_tensors(at) : make_case_tensors(c_, at));
     inputs_.push_back(target_.inputs(c_, tensors_.back()));
   }
-  for (const auto& t : tensors_) value_scale_ = std::max(value_scale_, t.v.max_abs());
+  for (const auto& t : tensors_) value_scale_ = std::max(value_scale_, composite_ ? composite_->scale(t) : t.v.max_abs());
   value_scale_ /= 1.0 - c_.dropout_p;
   result_.timing.generate += seconds_since(t0);
   t0 = Clock::now();
   for (size_t r = 0; r < runs_.size(); ++r) {
-    goldens_.push_back(ref_.golden(meaning_, tensors_[r], runs_[r]));
+    sdpa_goldens_.push_back(ref_.golden(meaning_, tensors_[r], runs_[r]));
+    goldens_.push_back(composite_ ? composite_golden(*composite_, sdpa_goldens_.back()) : sdpa_goldens_.back());
     if (!goldens_.back().disagreement.empty()) {
       Finding f = finding(Verdict::oracle_disagree, Check::oracle, goldens_.back().disagreement);
       f.run = static_cast<int>(r);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "harness/ir/interpreter.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -291,6 +293,94 @@ TEST(Checks, AWrongValueIsAnUnsoundRewrite) {
               return g.call("aten.mul.Scalar", {x, 1.5}, {}, {g.info(x)});
             }),
             Verdict::unsound_rewrite);
+}
+
+// A module around the call: the entry graph scales the SDPA output by 2
+// (aten.mul.Scalar). Its composite tells the harness so; without one, or
+// with a wrong output map, the entry graph differs from the golden.
+class ScaledToyTarget : public Target {
+ public:
+  explicit ScaledToyTarget(std::optional<double> composite_factor) : factor_(composite_factor), pass_(nullptr, Raise::no) {}
+  std::string name() const override { return "toy-module"; }
+  const Options& options() const override { return options_; }
+  CaseSpace case_space() const override { return {}; }
+  Graph entry(const Case& c) const override {
+    Graph g;
+    ValueRef q = g.placeholder("q", {c.dtype, query_shape(c)}), k = g.placeholder("k", {c.dtype, key_shape(c)}),
+             v = g.placeholder("v", {c.dtype, value_shape(c)});
+    ValueRef a = g.call(kSdpa, {q, k, v, None{}, 0.0, false}, {}, {{c.dtype, output_shape(c)}});
+    g.outputs = {g.call("aten.mul.Scalar", {a, 2.0}, {}, {{c.dtype, output_shape(c)}})};
+    return g;
+  }
+  std::optional<Composite> composite(const Case& c) const override {
+    if (!factor_) return std::nullopt;
+    Composite m;
+    m.sdpa_tensors = [c](const Assignment& at) { return make_case_tensors(c, at); };
+    m.output = [f = *factor_](Tensor a) {
+      for (double& x : a.data) x *= f;
+      return a;
+    };
+    m.bound = [](ErrorBound b, const CaseTensors&, const Golden&, const Graph&) {
+      for (double& x : b.row_bound) x *= 2;
+      for (double& x : b.row_typical) x *= 2;
+      return b;
+    };
+    m.rows_of = [](int64_t row) { return std::vector<int64_t>{row}; };
+    m.scale = [f = *factor_](const CaseTensors& t) { return std::fabs(f) * t.v.max_abs(); };
+    return m;
+  }
+  std::vector<const Pass*> passes() const override { return {&pass_}; }
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    return {{&naive_kernels(), {DType::f64}, "naive",
+             [](const Case&, const Graph&) { return KernelNumerics::naive(DType::f64); }}};
+  }
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+
+ private:
+  Options options_;
+  std::optional<double> factor_;
+  ToyPass pass_;
+};
+
+TEST(Composite, TheModuleGoldenComesFromTheCompositesOutputMap) {
+  ToyReference ref(false);
+  EXPECT_EQ(run_case(ScaledToyTarget(2.0), ref, toy_case()).verdict, Verdict::pass);
+  EXPECT_EQ(run_case(ScaledToyTarget(std::nullopt), ref, toy_case()).verdict, Verdict::entry_disagree);
+  EXPECT_EQ(run_case(ScaledToyTarget(3.0), ref, toy_case()).verdict, Verdict::entry_disagree);
+}
+
+TEST(Composite, AnOutputRowIsFullyMaskedWhenEveryRowItReadsIs) {
+  Golden sdpa;
+  sdpa.out = Tensor(DType::f64, {4, 1}, 1.0);
+  sdpa.fully_masked = {1, 1, 0, 1};
+  sdpa.row_max_score = {-INFINITY, -INFINITY, 3.0, -INFINITY};
+  Composite m;
+  m.output = [](const Tensor&) { return Tensor(DType::f64, {2, 3}); };
+  m.rows_of = [](int64_t row) { return std::vector<int64_t>{2 * row, 2 * row + 1}; };
+  const Golden g = composite_golden(m, sdpa);
+  EXPECT_EQ(g.out.shape, (Shape{2, 3}));
+  EXPECT_EQ(g.fully_masked, (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(g.row_max_score[1], 3.0);
+  EXPECT_EQ(g.row_max_score[0], -INFINITY);
+}
+
+// A type error the pipeline's retrace raises is a dtype-mismatch naming
+// the node; the graph is never run.
+class TypeErrorTarget : public ToyTarget {
+ public:
+  TypeErrorTarget() : ToyTarget(nullptr, Raise::no, false) {}
+  std::vector<std::string> type_errors(const Graph& g) const override {
+    return {"type error at %" + g.nodes.back().name + ": expected scalar type torch.int8 but found torch.int32"};
+  }
+};
+
+TEST(Checks, ATypeErrorOfTheRetraceIsADtypeMismatch) {
+  ToyReference ref(false);
+  CaseResult r = run_case(TypeErrorTarget(), ref, toy_case());
+  EXPECT_EQ(r.verdict, Verdict::dtype_mismatch);
+  EXPECT_NE(r.primary()->detail.find("expected scalar type torch.int8"), std::string::npos);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_FALSE(r.decisions[0].sound_alone);
 }
 
 }  // namespace

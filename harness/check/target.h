@@ -15,6 +15,7 @@
 #include "harness/case/case_space.h"
 #include "harness/ir/graph.h"
 #include "harness/ir/kernel_set.h"
+#include "harness/check/composite.h"
 #include "harness/check/numerics.h"
 #include "harness/check/reference.h"
 #include "harness/ir/shape_env.h"
@@ -128,7 +129,13 @@ class Target {
   /// The scalars a graph computes with, by name, read from the graph: when
   /// the rewrite is unsound, a constant that changed is named with its ulps.
   virtual std::vector<GraphConstant> constants(const Graph& g) const { return {}; }
-  /// Runtime inputs of the entry graph's placeholders.
+  /// The module around the SDPA call when the entry form is one (composite.h):
+  /// the oracles judge the inner call, on composite->sdpa_tensors, and every
+  /// check compares the module's output through it. None: the entry graph's
+  /// output is the SDPA call's.
+  virtual std::optional<Composite> composite(const Case& c) const { return std::nullopt; }
+  /// Runtime inputs of the entry graph's placeholders; `t` holds the SDPA
+  /// call's tensors (the inner call's, for a composite).
   virtual std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const;
   virtual std::vector<const Pass*> passes() const = 0;
   virtual std::vector<KernelSetInfo> kernel_sets() const = 0;
@@ -150,6 +157,10 @@ class Target {
                                               const Graph& after) const {
     return {};
   }
+  /// The type errors the pipeline's own retrace raises on the rewritten
+  /// graph (an op whose operand dtypes its schema rejects), each naming the
+  /// node: dtype-mismatch findings, and the graph is not run.
+  virtual std::vector<std::string> type_errors(const Graph& g) const { return {}; }
   virtual std::vector<DeclaredDivergence> divergences() const { return {}; }
   /// What the target counts on one case after its passes (nodes a library
   /// takes, patterns matched), by name; a campaign sums them per entry
@@ -159,8 +170,9 @@ class Target {
     return {};
   }
   /// The name of a declared divergence that explains non-finite values at
-  /// `bad_rows` (query rows of [batch..., Hq, Lq]) of `kernel_set`'s
-  /// output on the inputs `t`, or none.
+  /// `bad_rows` (query rows of [batch..., Hq, Lq]; for a composite, rows of
+  /// the module's output and its golden) of `kernel_set`'s output on the
+  /// inputs `t`, or none.
   virtual std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t,
                                                   const Golden& g,
                                                   const std::vector<int64_t>& bad_rows,

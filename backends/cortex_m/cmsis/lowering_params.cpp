@@ -82,6 +82,18 @@ BatchMatmulParams batch_matmul_params(const QParams& lhs, const QParams& rhs, co
   return p;
 }
 
+FullyConnectedParams fully_connected_params(const QParams& in, double weight_scale, const QParams& out) {
+  check_int8_zero_point(in, "input");
+  check_int8_zero_point(out, "output");
+  const QuantMultiplier qm = quantize_multiplier_aot(in.scale * weight_scale / out.scale);
+  FullyConnectedParams p;
+  p.input_offset = -in.zero_point;
+  p.output_offset = out.zero_point;
+  p.multiplier = qm.multiplier;
+  p.shift = qm.shift;
+  return p;
+}
+
 ElementwiseMulParams elementwise_mul_params(const QParams& a, const QParams& b, const QParams& out) {
   check_int8_zero_point(a, "input_1");
   check_int8_zero_point(b, "input_2");

@@ -6,6 +6,7 @@
 
 #include "backends/cortex_m/cmsis/batch_matmul_s8.h"
 #include "backends/cortex_m/cmsis/elementwise_mul_s8.h"
+#include "backends/cortex_m/cmsis/fully_connected_s8.h"
 #include "backends/cortex_m/cmsis/softmax_s8.h"
 
 namespace sdpa::cortex_m::cmsis {
@@ -49,6 +50,10 @@ void check_softmax_output_qparams(const QParams& out);
 /// quantize_multiplier_aot(S_l·S_r/S_o); activation [-128, 127].
 /// std::invalid_argument for a zero point outside int8 (here and below).
 BatchMatmulParams batch_matmul_params(const QParams& lhs, const QParams& rhs, const QParams& out);
+
+/// quantized_linear's parameters: offsets (-zp_in, +zp_o) and
+/// quantize_multiplier_aot(S_in·S_w/S_o) for a weight of zero point 0.
+FullyConnectedParams fully_connected_params(const QParams& in, double weight_scale, const QParams& out);
 
 /// quantized_mul's parameters as arm_elementwise_mul_s8 receives them: offsets
 /// (-zp_a, -zp_b, +zp_o) and quantize_multiplier_aot(S_a·S_b/S_o).
