@@ -1,12 +1,16 @@
 // Throughput, time split, time-to-detect and peak memory of campaigns:
 // the figures the README reports. Usage: throughput [cases per target]
-// [in-process|isolated]: with the second argument, only the throughput rows,
-// cases run in this process or in a worker process (as sdpacheck fuzz does).
+// [in-process|isolated|jobs=N [TARGET...]]: with the second argument, only
+// the throughput rows, cases run in this process, in one worker process, or
+// in N workers side by side (as sdpacheck fuzz --jobs N does), on every
+// target or the ones named.
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <set>
 #include <string>
 
 #include "cli/wiring.h"
@@ -21,16 +25,19 @@ double peak_rss_mib() {
   return u.ru_maxrss / 1024.0;
 }
 
-void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases, bool isolate) {
+// jobs 0: in this process; otherwise isolated in that many workers.
+void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases, int jobs) {
   auto target = f.make(resolve_options(f, {}));
   CampaignOptions o;
   o.seed = 7;
   o.cases = cases;
-  o.isolate = isolate;
+  o.isolate = jobs > 0;
+  o.jobs = std::max(jobs, 1);
   TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
   double total = r.timing.generate + r.timing.oracle + r.timing.kernels + r.timing.compare;
-  std::printf("%-10s %8lld cases %8.0f cases/s   generate %4.1f%%  oracle %4.1f%%  kernels %4.1f%%  compare %4.1f%%\n",
-              r.target.c_str(), static_cast<long long>(r.cases), r.cases / r.seconds,
+  std::printf("%-10s %-10s %8lld cases %8.0f cases/s   generate %4.1f%%  oracle %4.1f%%  kernels %4.1f%%  compare %4.1f%%\n",
+              r.target.c_str(), jobs == 0 ? "in-process" : ("jobs=" + std::to_string(jobs)).c_str(),
+              static_cast<long long>(r.cases), r.cases / r.seconds,
               100 * r.timing.generate / total, 100 * r.timing.oracle / total,
               100 * r.timing.kernels / total, 100 * r.timing.compare / total);
 }
@@ -62,11 +69,14 @@ int main(int argc, char** argv) {
   int64_t cases = argc > 1 ? std::atoll(argv[1]) : 5000;
   cli::Wiring w = cli::make_wiring();
   std::string mode = argc > 2 ? argv[2] : "";
-  if (mode == "in-process" || mode == "isolated") {
-    for (const auto* f : w.registry.all()) throughput(w, *f, cases, mode == "isolated");
+  if (mode == "in-process" || mode == "isolated" || mode.rfind("jobs=", 0) == 0) {
+    int jobs = mode == "in-process" ? 0 : mode == "isolated" ? 1 : std::atoi(mode.c_str() + 5);
+    std::set<std::string> only(argv + std::min(argc, 3), argv + argc);
+    for (const auto* f : w.registry.all())
+      if (only.empty() || only.count(f->name())) throughput(w, *f, cases, std::max(jobs, 0));
     return 0;
   }
-  for (const auto* f : w.registry.all()) throughput(w, *f, cases, false);
+  for (const auto* f : w.registry.all()) throughput(w, *f, cases, 0);
   for (const auto* f : w.registry.all()) time_to_detect(w, *f);
   std::printf("peak resident memory: %.1f MiB\n", peak_rss_mib());
   return 0;

@@ -34,6 +34,16 @@ check run-json-written 0 '"targets"' cat "$TMP/a/run.json"
 check same-seed-same-run-json 0 "" cmp "$TMP/b1/run.json" "$TMP/b2/run.json"
 "$BIN" fuzz --cases 60 --seed 5 --no-corpus --no-timing --run-dir "$TMP/b3" --in-process >/dev/null
 check isolated-same-as-in-process 0 "" cmp "$TMP/b1/run.json" "$TMP/b3/run.json"
+# --jobs: workers side by side record the run, findings and corpus of one worker.
+jobs_run() {  # jobs_run N: a campaign with findings into $TMP/j/{run,corpus}, kept as $TMP/jN
+  rm -rf "$TMP/j" && "$BIN" fuzz --target llm --option guard=upstream --cases 80 --seed 3 --jobs "$1" \
+    --no-timing --run-dir "$TMP/j/run" --corpus "$TMP/j/corpus" >/dev/null && mv "$TMP/j" "$TMP/j$1"
+}
+jobs_run 1 && jobs_run 3
+check jobs-same-run-json 0 "" cmp "$TMP/j1/run/run.json" "$TMP/j3/run/run.json"
+check jobs-same-corpus 0 "" diff -r "$TMP/j1/corpus" "$TMP/j3/corpus"
+check jobs-corpus-not-empty 0 ".json" ls -R "$TMP/j1/corpus"
+check jobs-in-process 2 "--jobs 2: cases run side by side only in worker processes" "$BIN" fuzz --cases 5 --jobs 2 --in-process
 check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
 check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose
 check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "generators/case_classes.h"
 #include "harness/campaign/campaign_state.h"
@@ -32,6 +33,7 @@ struct FuzzArgs {
   bool no_corpus = false, no_timing = false, identity = false, fail_on_finding = false;
   bool record_warnings = false;
   int64_t stop_after = 0;
+  int jobs = 0;  // 0: the machine's cores (isolated), 1 in process
   IsolationArgs isolation;
   std::string resume;  // a run folder whose checkpoint the campaign continues from
 };
@@ -45,7 +47,7 @@ nlohmann::json args_to_json(const FuzzArgs& a) {
           {"shard", a.shard},       {"corpus", a.corpus},       {"policy", a.policy},
           {"junit", a.junit},       {"html", a.html},           {"no_corpus", a.no_corpus},
           {"no_timing", a.no_timing}, {"identity", a.identity}, {"fail_on_finding", a.fail_on_finding},
-          {"record_warnings", a.record_warnings}, {"stop_after", a.stop_after},
+          {"record_warnings", a.record_warnings}, {"stop_after", a.stop_after}, {"jobs", a.jobs},
           {"in_process", a.isolation.in_process}, {"case_timeout", a.isolation.case_timeout},
           {"rss_limit_mb", a.isolation.rss_limit_mb}};
 }
@@ -69,6 +71,7 @@ FuzzArgs args_from_json(const nlohmann::json& j) {
   j.at("fail_on_finding").get_to(a.fail_on_finding);
   j.at("record_warnings").get_to(a.record_warnings);
   j.at("stop_after").get_to(a.stop_after);
+  j.at("jobs").get_to(a.jobs);
   j.at("in_process").get_to(a.isolation.in_process);
   j.at("case_timeout").get_to(a.isolation.case_timeout);
   j.at("rss_limit_mb").get_to(a.isolation.rss_limit_mb);
@@ -152,6 +155,17 @@ std::pair<int, int> parse_shard(const std::string& s) {
   return {i, n};
 }
 
+// Workers that check cases side by side: --jobs, or one per core.
+int resolve_jobs(const FuzzArgs& a) {
+  if (a.isolation.in_process) {
+    if (a.jobs > 1) throw InputError("--jobs " + std::to_string(a.jobs) + ": cases run side by side only in "
+                                     "worker processes; drop --in-process or use --jobs 1");
+    return 1;
+  }
+  if (a.jobs > 0) return a.jobs;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 // The output folders exist before the campaign, so that a path that cannot
 // be written fails now and not after hours of fuzzing.
 void prepare_report_paths(const FuzzArgs& a) {
@@ -206,6 +220,7 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   opt.stop_after = a.stop_after;
   opt.check.passes = !a.identity;
   opt.isolate = !a.isolation.in_process;
+  opt.jobs = resolve_jobs(a);
   opt.limits = {a.isolation.case_timeout, a.isolation.rss_limit_mb};
   opt.crash_dir = (std::filesystem::path(a.run_dir) / "crashes").string();
   if (isatty(STDERR_FILENO))
@@ -286,6 +301,10 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
   cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(CLI::NonNegativeNumber);
   add_isolation_options(cmd, args->isolation);
+  cmd->add_option("--jobs", args->jobs,
+                  "worker processes checking cases side by side (default: one per core); the run's "
+                  "counts, findings and files are the same for any number")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--resume", args->resume,
                   "continue the interrupted campaign of this run folder from its checkpoint.json, with the "
                   "settings it was started with (other options are ignored)")

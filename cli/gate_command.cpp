@@ -38,7 +38,7 @@ std::string label(const Options& o) {
 
 // Replays every corpus file, each case in a worker; counts regressions and
 // invalid files.
-void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r) {
+void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r, IsolatedCases* isolated) {
   if (!std::filesystem::exists(a.corpus)) return;
   auto report = [](const std::string& file, const ReplayOutcome* o, const std::string& error) {
     if (!o) std::cerr << "corpus: INVALID " << error << "\n";
@@ -46,10 +46,8 @@ void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r) {
       std::cerr << "corpus: " << replay_status_name(o->status) << " " << file << " expect="
                 << o->expected << " observed=" << o->observed << "\n";
   };
-  // In a worker with the default limits, as replay runs them.
-  std::unique_ptr<IsolatedCases> isolated = make_isolated_cases(w, IsolationArgs{});
   ReplayTally t = replay_files(collect_corpus_files({a.corpus}), w.registry, *w.reference, {}, false, report,
-                               isolated.get());
+                               isolated);
   r.corpus_files = t.files;
   r.corpus_regressions = t.regressions + t.fixed;
   r.corpus_invalid = t.invalid;
@@ -85,6 +83,8 @@ int run_gate(const GateArgs& a, Wiring& w) {
   r.seed = a.seed;
   r.allow_missed = a.allow_missed;
   r.head_label = label(head_given);
+  // Every case runs in a worker with the default limits, as fuzz and replay run them.
+  std::unique_ptr<IsolatedCases> isolated = make_isolated_cases(w, IsolationArgs{});
   DecisionsFile base_d, head_d;
   if (!a.against.empty()) {
     base_d = read_decisions_file(a.against);
@@ -92,20 +92,21 @@ int run_gate(const GateArgs& a, Wiring& w) {
       throw InputError(a.against + ": target: the file records target " + base_d.target + ", not " + a.target);
     r.base_label = "decisions file " + a.against + " (" + label(base_d.options) + ")";
     r.seed = base_d.seed;
-    head_d = record_decisions_on(*head, *w.reference, base_d);
+    head_d = record_decisions_on(*head, *w.reference, base_d, isolated.get());
   } else {
     Options base_given = parse_kv(a.base, "--base");
     auto base = w.registry.make(a.target, base_given);
     r.base_label = label(base_given);
-    base_d = record_decisions(*base, *w.reference, gen, a.seed, a.cases, a.max_size);
-    head_d = record_decisions(*head, *w.reference, gen, a.seed, a.cases, a.max_size);
+    base_d = record_decisions(*base, *w.reference, gen, a.seed, a.cases, a.max_size, isolated.get());
+    head_d = record_decisions(*head, *w.reference, gen, a.seed, a.cases, a.max_size, isolated.get());
   }
   if (!a.record.empty()) write_file_atomically(a.record, decisions_to_json(head_d).dump(1) + "\n");
   r.comparison = compare_decisions(base_d, head_d);
-  replay_corpus(a, w, r);
+  replay_corpus(a, w, r, isolated.get());
   CampaignOptions smoke;
   smoke.seed = a.seed;
   smoke.cases = a.smoke;
+  smoke.isolate = true;
   TargetRun run = run_target_campaign(*head, *w.reference, gen, smoke);
   r.smoke_cases = run.cases;
   for (const auto& [v, n] : run.verdicts) r.smoke_failures += is_failure(*parse_verdict(v)) ? n : 0;

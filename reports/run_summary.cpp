@@ -46,7 +46,8 @@ nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& r
     t["guard_rules"] = r.guard_rules;
     t["missed_rewrites_by_rule"] = r.missed_rules;
     t["duplicates"] = r.duplicates;
-    if (r.worker_restarts) t["worker_restarts"] = r.worker_restarts;
+    t["next_iteration"] = r.next_iteration;
+    if (r.worker_deaths) t["worker_deaths"] = r.worker_deaths;
     if (!r.crash_files.empty()) t["crash_files"] = r.crash_files;
     if (!r.variants.empty()) {
       t["variants"] = nlohmann::json::object();

@@ -1,5 +1,6 @@
 #include "harness/campaign/campaign.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <sstream>
@@ -59,7 +60,8 @@ class TargetCampaign {
     run_.options = t.options();
     if (o.isolate)
       isolated_ = std::make_unique<IsolatedCases>(
-          [this](const std::string&, const Options&) -> const Target& { return target_; }, r, o.limits);
+          [this](const std::string&, const Options&) -> const Target& { return target_; }, r, o.limits,
+          std::max(o.jobs, 1));
   }
 
   TargetRun run() {
@@ -68,16 +70,18 @@ class TargetCampaign {
     auto start = Clock::now();
     auto last_progress = start, last_checkpoint = start;
     auto elapsed = [&] { return before + std::chrono::duration<double>(Clock::now() - start).count(); };
-    for (int64_t i = first; i < opt_.cases; i += opt_.shards) {
+    int64_t i = first;
+    for (; i < opt_.cases; i += opt_.shards) {
       if (opt_.time_limit > 0 && elapsed() >= opt_.time_limit) break;
       if (opt_.stop_after > 0 && static_cast<int64_t>(run_.findings.size()) >= opt_.stop_after) break;
       if (opt_.stop_requested && opt_.stop_requested()) {
+        run_.next_iteration = i;
         if (opt_.checkpoint) checkpoint(i, elapsed());  // resumes at this case, not yet run
         run_.interrupted = true;
         break;
       }
       const size_t found = run_.findings.size() + run_.crash_files.size();
-      one_case(i);
+      one_case(i, take(i));
       const bool new_file = run_.findings.size() + run_.crash_files.size() != found;
       if (opt_.checkpoint && (new_file || Clock::now() - last_checkpoint > std::chrono::duration<double>(
                                                                                opt_.checkpoint_seconds))) {
@@ -90,7 +94,7 @@ class TargetCampaign {
       }
     }
     run_.seconds = elapsed();
-    if (isolated_) run_.worker_restarts = restarts_before_ + isolated_->restarts();
+    run_.next_iteration = std::min(i, opt_.cases);
     if (opt_.progress) opt_.progress(progress_line(run_.seconds));
     return run_;
   }
@@ -101,7 +105,7 @@ class TargetCampaign {
   void checkpoint(int64_t next, double seconds) {
     TargetRun so_far = run_;
     so_far.seconds = seconds;
-    if (isolated_) so_far.worker_restarts = restarts_before_ + isolated_->restarts();
+    so_far.next_iteration = std::min(next, opt_.cases);
     nlohmann::json state = {{"target", run_.target},
                             {"next_iteration", next},
                             {"run", target_run_to_json(so_far)},
@@ -116,7 +120,6 @@ class TargetCampaign {
       throw InputError(source + ": the state is of target '" + state.value("target", std::string()) + "'");
     run_ = target_run_from_json(state.at("run"), source);
     run_.interrupted = false;
-    restarts_before_ = run_.worker_restarts;
     seen_ = state.at("seen").get<std::set<std::string>>();
     seen_raw_ = state.at("seen_raw").get<std::set<std::string>>();
     return state.at("next_iteration").get<int64_t>();
@@ -151,25 +154,87 @@ class TargetCampaign {
   CaseResult evaluate(const Case& c, const CheckOptions& o) {
     if (!isolated_) return run_case(target_, ref_, c, o);
     CaseResult r = isolated_->run(run_.target, run_.options, c, o);
-    if (isolated_->last_died())
-      for (auto& f : r.findings) f.failure_class = target_.failure_class(c);
+    if (isolated_->last_died()) died(c, r);
     return r;
+  }
+
+  void died(const Case& c, CaseResult& r) {
+    ++run_.worker_deaths;
+    for (auto& f : r.findings) f.failure_class = target_.failure_class(c);
+  }
+
+  // A generated case: its shrink tree, and its result once checked.
+  struct Generated {
+    rc::Shrinkable<Case> shrinkable;
+    Case c;
+    double gen_seconds = 0;
+    CaseResult result;
+    bool died = false;  // the case ended its worker
+  };
+
+  Generated generate(int64_t i) const {
+    auto t0 = Clock::now();
+    rc::Random random(case_seed(opt_.seed, run_.target, i));
+    int size = static_cast<int>(i % (opt_.max_size + 1));
+    Generated g{gen_(random, size), Case{}, 0.0, CaseResult{}, false};
+    g.c = g.shrinkable.value();
+    g.gen_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return g;
+  }
+
+  // Iteration i, generated and checked. In process: now. Isolated: the
+  // pool's workers run the next cases of this shard ahead while this one
+  // is counted and shrunk; results are taken in iteration order, so what
+  // the campaign records does not depend on how many run at once.
+  Generated take(int64_t i) {
+    if (!isolated_) {
+      Generated g = generate(i);
+      g.result = check(g.c);
+      return g;
+    }
+    if (next_submit_ < i) next_submit_ = i;
+    submit_ahead();
+    while (ahead_.at(i).second == nullptr) {
+      IsolatedCases::Ran ran = isolated_->next();
+      ahead_.at(ran.tag).second = std::make_unique<IsolatedCases::Ran>(std::move(ran));
+    }
+    auto node = ahead_.extract(i);
+    Generated g = std::move(node.mapped().first);
+    g.result = std::move(node.mapped().second->result);
+    g.died = node.mapped().second->died;
+    if (g.died) died(g.c, g.result);
+    submit_ahead();
+    return g;
+  }
+
+  // Keeps every worker of the pool busy with the shard's next iterations.
+  void submit_ahead() {
+    while (isolated_->in_flight() < isolated_->jobs() && next_submit_ < opt_.cases) {
+      Generated g = generate(next_submit_);
+      try {
+        validate_case(g.c);
+        isolated_->submit(next_submit_, run_.target, run_.options, g.c, opt_.check);
+        ahead_.emplace(next_submit_, std::make_pair(std::move(g), nullptr));
+      } catch (const InputError&) {  // checked in this process: check() gives its verdict
+        g.result = check(g.c);
+        auto ran = std::make_unique<IsolatedCases::Ran>();
+        ran->result = g.result;
+        ahead_.emplace(next_submit_, std::make_pair(std::move(g), std::move(ran)));
+      }
+      next_submit_ += opt_.shards;
+    }
   }
 
   bool worth_recording(Verdict v) const {
     return is_failure(v) || (opt_.record_warnings && v == Verdict::missed_rewrite);
   }
 
-  void one_case(int64_t i) {
-    auto t0 = Clock::now();
-    rc::Random random(case_seed(opt_.seed, run_.target, i));
-    int size = static_cast<int>(i % (opt_.max_size + 1));
-    rc::Shrinkable<Case> s = gen_(random, size);
-    Case c = s.value();
-    double gen_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    CaseResult r = check(c);
-    if (isolated_ && isolated_->last_died()) save_crash(c, r, i);
-    r.timing.generate += gen_seconds;
+  void one_case(int64_t i, Generated g) {
+    const rc::Shrinkable<Case>& s = g.shrinkable;
+    const Case& c = g.c;
+    CaseResult& r = g.result;
+    if (g.died) save_crash(c, r, i);
+    r.timing.generate += g.gen_seconds;
     add_timing(run_.timing, r.timing);
     ++run_.cases;
     ++run_.verdicts[verdict_name(r.verdict)];
@@ -262,7 +327,9 @@ class TargetCampaign {
   const CampaignOptions& opt_;
   TargetRun run_;
   std::unique_ptr<IsolatedCases> isolated_;  // null: cases run in this process
-  int64_t restarts_before_ = 0;              // worker restarts before a resume
+  int64_t next_submit_ = 0;  // isolated: the next iteration to give the pool
+  /// Isolated: iterations given to the pool, with their result once back.
+  std::map<int64_t, std::pair<Generated, std::unique_ptr<IsolatedCases::Ran>>> ahead_;
   std::set<std::string> seen_;      // signatures of recorded (shrunk) findings
   std::set<std::string> seen_raw_;  // signatures of failures before shrinking
 };

@@ -36,6 +36,10 @@ struct CampaignOptions {
   /// timeout or oom finding and the campaign goes on. false: in this process.
   bool isolate = false;
   WorkerLimits limits;
+  /// Isolated: cases checked side by side, each in its own worker. Results
+  /// are taken in iteration order: counts, findings and files are those of
+  /// jobs = 1.
+  int jobs = 1;
   /// Where a generated case that ended a worker is saved, before shrinking,
   /// as crash-<hash>.json (a corpus entry); empty: not saved.
   std::string crash_dir;
@@ -83,7 +87,10 @@ struct TargetRun {
   std::vector<WrittenFinding> findings;      // one per distinct signature
   int64_t duplicates = 0;  // failures whose signature was already found
   bool interrupted = false;  // stop_requested ended it before its last case
-  int64_t worker_restarts = 0;  // isolated: workers started again after a case ended one
+  int64_t worker_deaths = 0;  // isolated: cases (and shrink steps) that ended a worker
+  /// The first global iteration not run: `cases` when the shard ran to the
+  /// end, earlier when --time, --stop-after or a signal stopped it.
+  int64_t next_iteration = 0;
   std::vector<std::string> crash_files;  // isolated: the saved cases that ended a worker
   Timing timing;
   double seconds = 0.0;

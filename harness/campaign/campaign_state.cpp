@@ -51,7 +51,8 @@ json target_run_to_json(const TargetRun& r) {
           {"findings", findings},
           {"duplicates", r.duplicates},
           {"interrupted", r.interrupted},
-          {"worker_restarts", r.worker_restarts},
+          {"worker_deaths", r.worker_deaths},
+          {"next_iteration", r.next_iteration},
           {"crash_files", r.crash_files},
           {"timing", {r.timing.generate, r.timing.oracle, r.timing.kernels, r.timing.compare}},
           {"seconds", r.seconds}};
@@ -75,7 +76,8 @@ TargetRun target_run_from_json(const json& j, const std::string& source) {
     for (const auto& w : j.at("findings")) r.findings.push_back(written_from_json(w));
     r.duplicates = j.at("duplicates").get<int64_t>();
     r.interrupted = j.at("interrupted").get<bool>();
-    r.worker_restarts = j.at("worker_restarts").get<int64_t>();
+    r.worker_deaths = j.at("worker_deaths").get<int64_t>();
+    r.next_iteration = j.at("next_iteration").get<int64_t>();
     r.crash_files = j.at("crash_files").get<std::vector<std::string>>();
     const json& t = j.at("timing");
     r.timing = {t.at(0).get<double>(), t.at(1).get<double>(), t.at(2).get<double>(), t.at(3).get<double>()};

@@ -370,4 +370,20 @@ std::string explain_entry(const CorpusEntry& e, const TargetRegistry& registry,
   return Explainer(e, *target, reference, check).run();
 }
 
+std::optional<std::string> explain_worker_death(const CorpusEntry& e, const std::string& file,
+                                                const TargetRegistry& registry, const ReferenceModel& reference,
+                                                IsolatedCases& isolated) {
+  ReplayOutcome o = replay_entry(e, registry, reference, false, &isolated);
+  if (!isolated.last_died()) return std::nullopt;
+  const Finding* f = o.result.primary();
+  std::ostringstream out;
+  out << "verdict: " << verdict_name(o.result.verdict) << " (the file expects " << e.expect << ")\n"
+      << "  " << (f ? f->detail : std::string()) << "\n"
+      << "The case ended the worker process that ran it, so it is not taken apart node by node:\n"
+      << "in this process it would end sdpacheck the same way. `sdpacheck repro " << file
+      << " --gtest` writes a test that runs it under a debugger; `sdpacheck explain --in-process` takes it\n"
+      << "apart here anyway.\n";
+  return out.str();
+}
+
 }  // namespace sdpa

@@ -19,8 +19,8 @@ namespace {
 // stage established. A case whose passes matched nothing, or raised, gives
 // one "no-decision" entry.
 std::vector<GateDecision> decide(const Target& target, const ReferenceModel& reference, const Case& c,
-                                 int64_t index) {
-  CaseResult r = run_case(target, reference, c);
+                                 int64_t index, IsolatedCases* isolated) {
+  CaseResult r = isolated ? isolated->run(target.name(), target.options(), c, {}) : run_case(target, reference, c);
   std::vector<GateDecision> out;
   for (const auto& dec : r.decisions) {
     GateDecision d;
@@ -72,22 +72,23 @@ int64_t case_size(const Case& c) {
 
 DecisionsFile record_decisions(const Target& target, const ReferenceModel& reference,
                                const CaseGeneratorFactory& generators, uint64_t seed, int64_t cases,
-                               int max_size) {
+                               int max_size, IsolatedCases* isolated) {
   DecisionsFile out{target.name(), target.options(), seed, max_size, {}};
   rc::Gen<Case> gen = generators(target.case_space());
   for (int64_t i = 0; i < cases; ++i) {
     Case c = gen(rc::Random(case_seed(seed, target.name(), i)), static_cast<int>(i % (max_size + 1))).value();
-    append(out.decisions, decide(target, reference, c, i));
+    append(out.decisions, decide(target, reference, c, i, isolated));
   }
   return out;
 }
 
 DecisionsFile record_decisions_on(const Target& target, const ReferenceModel& reference,
-                                  const DecisionsFile& sample) {
+                                  const DecisionsFile& sample, IsolatedCases* isolated) {
   DecisionsFile out{target.name(), target.options(), sample.seed, sample.max_size, {}};
   for (size_t i = 0; i < sample.decisions.size(); ++i)
     if (i == 0 || sample.decisions[i].index != sample.decisions[i - 1].index)
-      append(out.decisions, decide(target, reference, sample.decisions[i].c, sample.decisions[i].index));
+      append(out.decisions,
+             decide(target, reference, sample.decisions[i].c, sample.decisions[i].index, isolated));
   return out;
 }
 

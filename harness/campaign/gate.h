@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/campaign/campaign.h"
+#include "harness/isolate/isolated_cases.h"
 #include "harness/case/case.h"
 #include "harness/check/target.h"
 
@@ -39,13 +40,15 @@ struct DecisionsFile {
 };
 
 /// The decisions of `target` on cases drawn like a campaign's (same seeds
-/// and sizes), so two policies see the same sample.
+/// and sizes), so two policies see the same sample. With `isolated`, each
+/// case runs in its worker: a case that ends it is recorded with its crash,
+/// timeout or oom verdict and no decision, and the recording goes on.
 DecisionsFile record_decisions(const Target& target, const ReferenceModel& reference,
                                const CaseGeneratorFactory& generators, uint64_t seed, int64_t cases,
-                               int max_size);
+                               int max_size, IsolatedCases* isolated = nullptr);
 /// The decisions of `target` on the cases of an existing file.
 DecisionsFile record_decisions_on(const Target& target, const ReferenceModel& reference,
-                                  const DecisionsFile& sample);
+                                  const DecisionsFile& sample, IsolatedCases* isolated = nullptr);
 
 nlohmann::json decisions_to_json(const DecisionsFile& d);
 /// Strict: names the file and field on error (InputError).

@@ -15,22 +15,27 @@ Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const Refer
   };
 }
 
+nlohmann::json case_request(const std::string& target, const Options& target_options, const Case& c,
+                            const CheckOptions& options) {
+  return {{"target", target},
+          {"options", target_options},
+          {"case", case_to_json(c)},
+          {"check", check_options_to_json(options)}};
+}
+
 }  // namespace
 
-IsolatedCases::IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits)
-    : worker_(case_handler(std::move(target_for), reference), limits) {}
+IsolatedCases::IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits,
+                             int jobs)
+    : worker_(case_handler(target_for, reference), limits),
+      pool_(jobs, case_handler(target_for, reference), limits) {}
 
-CaseResult IsolatedCases::run(const std::string& target, const Options& target_options, const Case& c,
-                              const CheckOptions& options) {
-  nlohmann::json request = {{"target", target},
-                            {"options", target_options},
-                            {"case", case_to_json(c)},
-                            {"check", check_options_to_json(options)}};
-  last_died_ = false;
-  auto reply = worker_.call(request);
+CaseResult IsolatedCases::result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died) {
+  died = false;
   if (auto* j = std::get_if<nlohmann::json>(&reply)) return result_from_json(*j);
   const WorkerDeath& death = std::get<WorkerDeath>(reply);
-  last_died_ = true;
+  died = true;
+  ++deaths_;
   CaseResult r;
   r.verdict = death.verdict;
   Finding f;
@@ -39,6 +44,25 @@ CaseResult IsolatedCases::run(const std::string& target, const Options& target_o
   f.detail = death.detail;
   r.findings.push_back(f);
   return r;
+}
+
+CaseResult IsolatedCases::run(const std::string& target, const Options& target_options, const Case& c,
+                              const CheckOptions& options) {
+  last_died_ = false;
+  return result_of(worker_.call(case_request(target, target_options, c, options)), last_died_);
+}
+
+void IsolatedCases::submit(int64_t tag, const std::string& target, const Options& target_options, const Case& c,
+                           const CheckOptions& options) {
+  pool_.submit(tag, case_request(target, target_options, c, options));
+}
+
+IsolatedCases::Ran IsolatedCases::next() {
+  WorkerPool::Reply reply = pool_.wait();
+  Ran ran;
+  ran.tag = reply.tag;
+  ran.result = result_of(std::move(reply.reply), ran.died);
+  return ran;
 }
 
 }  // namespace sdpa

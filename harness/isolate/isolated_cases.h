@@ -1,12 +1,15 @@
 #pragma once
 /// run_case in a worker process (worker.h): a case that kills, hangs or
 /// overruns the worker gets a crash, timeout or oom result, and the next
-/// case runs in a new worker.
+/// case runs in a new worker. Cases can run one at a time (run) or, with
+/// jobs > 1, several side by side (submit and next) in a WorkerPool.
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "harness/check/check.h"
 #include "harness/isolate/worker.h"
+#include "harness/isolate/worker_pool.h"
 
 namespace sdpa {
 
@@ -14,7 +17,7 @@ class IsolatedCases {
  public:
   /// Resolves, in the worker, the target a case runs on.
   using TargetLookup = std::function<const Target&(const std::string& name, const Options& options)>;
-  IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits);
+  IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits, int jobs = 1);
 
   /// run_case(target, reference, c, options) as the worker computes it; an
   /// InputError it raises is rethrown here.
@@ -22,12 +25,31 @@ class IsolatedCases {
                  const CheckOptions& options);
   /// Whether the last run ended its worker (its result is crash, timeout or oom).
   bool last_died() const { return last_died_; }
-  /// Workers started after a death.
-  int64_t restarts() const { return worker_.starts() > 0 ? worker_.starts() - 1 : 0; }
+
+  /// run, in two steps: submit sends a case to a free worker of the pool
+  /// (needs in_flight() < jobs()); next waits for any submitted case.
+  void submit(int64_t tag, const std::string& target, const Options& target_options, const Case& c,
+              const CheckOptions& options);
+  struct Ran {
+    int64_t tag = 0;
+    CaseResult result;
+    bool died = false;  // the case ended its worker
+  };
+  Ran next();
+  int jobs() const { return pool_.jobs(); }
+  int in_flight() const { return pool_.busy(); }
+
+  /// Cases (run or submitted) that ended a worker so far: the workers
+  /// started again, however many run side by side.
+  int64_t deaths() const { return deaths_; }
 
  private:
-  Worker worker_;
+  CaseResult result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died);
+
+  Worker worker_;    // run
+  WorkerPool pool_;  // submit and next
   bool last_died_ = false;
+  int64_t deaths_ = 0;
 };
 
 }  // namespace sdpa

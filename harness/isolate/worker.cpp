@@ -174,27 +174,45 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
   return {verdict, verdict == Verdict::crash ? "the worker " + describe_exit(status) : detail};
 }
 
-std::variant<nlohmann::json, WorkerDeath> Worker::call(const nlohmann::json& request) {
+void Worker::submit(const nlohmann::json& request) {
+  if (busy_) throw std::logic_error("worker: submit while a request is out");
   if (pid_ < 0) start();
-  auto begin = Clock::now();
-  if (!send_frame(fd_, request)) return reap(Verdict::crash, "");
-  pollfd p{fd_, POLLIN, 0};
+  begin_ = Clock::now();
+  busy_ = true;
+  send_failed_ = !send_frame(fd_, request);
+}
+
+std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool readable) {
+  if (!busy_) throw std::logic_error("worker: collect with no request out");
+  if (send_failed_ || readable) {
+    busy_ = false;
+    nlohmann::json reply;
+    if (send_failed_ || !receive_frame(fd_, reply)) return reap(Verdict::crash, "");
+    if (auto it = reply.find("ok"); it != reply.end()) return std::move(*it);
+    if (auto it = reply.find("input_error"); it != reply.end()) throw InputError(it->get<std::string>());
+    throw std::runtime_error(reply.value("error", std::string("worker: malformed reply")));
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - begin_).count();
+  if (limits_.timeout_s > 0 && seconds > limits_.timeout_s) {
+    busy_ = false;
+    return reap(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
+  }
+  if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb) {
+    busy_ = false;
+    return reap(Verdict::oom, "the worker's resident memory passed the limit of " +
+                                  std::to_string(limits_.rss_limit_mb) + " MiB");
+  }
+  return std::nullopt;
+}
+
+std::variant<nlohmann::json, WorkerDeath> Worker::call(const nlohmann::json& request) {
+  submit(request);
   for (;;) {
+    pollfd p{fd_, POLLIN, 0};
     int ready = poll(&p, 1, kPollMillis);
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("worker: poll: ") + strerror(errno));
-    if (ready > 0) break;
-    double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
-    if (limits_.timeout_s > 0 && seconds > limits_.timeout_s)
-      return reap(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
-    if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb)
-      return reap(Verdict::oom, "the worker's resident memory passed the limit of " +
-                                    std::to_string(limits_.rss_limit_mb) + " MiB");
+    if (auto reply = collect(ready > 0)) return std::move(*reply);
   }
-  nlohmann::json reply;
-  if (!receive_frame(fd_, reply)) return reap(Verdict::crash, "");
-  if (auto it = reply.find("ok"); it != reply.end()) return std::move(*it);
-  if (auto it = reply.find("input_error"); it != reply.end()) throw InputError(it->get<std::string>());
-  throw std::runtime_error(reply.value("error", std::string("worker: malformed reply")));
 }
 
 }  // namespace sdpa

@@ -9,8 +9,10 @@
 /// side by side (one per job).
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -46,6 +48,17 @@ class Worker {
   /// another exception is rethrown as std::runtime_error.
   std::variant<nlohmann::json, WorkerDeath> call(const nlohmann::json& request);
 
+  /// The same in two steps, so that a parent can keep several workers busy
+  /// (WorkerPool): submit sends the request (starting a worker if none
+  /// runs) and returns at once; collect returns the reply or the death once
+  /// there is one, nullopt while the worker still works. `readable`: poll()
+  /// saw fd() readable (collect then blocks until the whole reply is read).
+  void submit(const nlohmann::json& request);
+  std::optional<std::variant<nlohmann::json, WorkerDeath>> collect(bool readable);
+  /// The parent's end of the socket while a request is out; -1 otherwise.
+  int fd() const { return busy_ ? fd_ : -1; }
+  bool busy() const { return busy_; }
+
   /// Worker processes started so far (the first and every restart).
   int64_t starts() const { return starts_; }
 
@@ -58,6 +71,9 @@ class Worker {
   pid_t pid_ = -1;
   int fd_ = -1;  // the parent's end of the socket pair
   int64_t starts_ = 0;
+  bool busy_ = false;          // a submitted request has no reply yet
+  bool send_failed_ = false;   // the worker was gone when the request was sent
+  std::chrono::steady_clock::time_point begin_;  // when the request was sent
 };
 
 /// "killed by SIGSEGV (Segmentation fault)", "exited with status 3": a

@@ -3,11 +3,17 @@
 // finding (crash naming the signal, timeout, oom) with a shrunk case file
 // and a crash file, and the campaign's other cases still run and count.
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/campaign_state.h"
+#include "harness/campaign/explain.h"
+#include "harness/campaign/gate.h"
 #include "harness/campaign/replay.h"
 #include "harness/check/toys/toy_flash/fault_kernels.h"
 #include "harness/check/toys/toy_targets.h"
@@ -77,7 +83,7 @@ void expect_finding(const std::string& fault, const std::string& verdict, const 
   EXPECT_EQ(r.cases, cases);  // every case ran and is counted
   EXPECT_GT(r.verdicts[verdict], 0);
   EXPECT_GT(r.verdicts["pass"] + r.verdicts["rejected"], 0) << "no case below Lq 5 ran";
-  EXPECT_GE(r.worker_restarts, 1);
+  EXPECT_GE(r.worker_deaths, 1);
   ASSERT_EQ(r.findings.size(), 1u);
   const WrittenFinding& w = r.findings[0];
   EXPECT_EQ(w.verdict, verdict);
@@ -96,6 +102,14 @@ void expect_finding(const std::string& fault, const std::string& verdict, const 
                                },
                                replay_worker().get());
   EXPECT_EQ(t.as_expected, static_cast<int64_t>(files.size()));
+  // explain names the death and does not run the case in its own process.
+  auto isolated = replay_worker();
+  auto told = explain_worker_death(read_corpus_file(w.file), w.file, fixture().registry, *fixture().reference,
+                                   *isolated);
+  ASSERT_TRUE(told.has_value());
+  EXPECT_NE(told->find("verdict: " + verdict), std::string::npos) << *told;
+  EXPECT_NE(told->find(detail), std::string::npos) << *told;
+  EXPECT_NE(told->find("not taken apart"), std::string::npos) << *told;
   fs::remove_all(dir);
 }
 
@@ -103,6 +117,24 @@ TEST(ToyFlashFaults, ASegfaultIsACrashNamingTheSignal) { expect_finding("segfaul
 TEST(ToyFlashFaults, AnAbortIsACrashNamingTheSignal) { expect_finding("abort", "crash", "SIGABRT"); }
 TEST(ToyFlashFaults, AnEndlessLoopIsATimeout) { expect_finding("hang", "timeout", "time limit of 0.25 s"); }
 TEST(ToyFlashFaults, UnboundedAllocationIsOom) { expect_finding("alloc", "oom", "96 MiB"); }
+
+// The gate records decisions in a worker: a case that ends it is recorded
+// with its verdict, and the recording goes on with the next case.
+TEST(ToyFlashFaults, TheGateRecordsACrashingCaseAndGoesOn) {
+  auto target = fixture().registry.make("toy-flash", {{"fault", "segfault"}});
+  auto isolated = replay_worker();
+  DecisionsFile d = record_decisions(*target, *fixture().reference, generators(), 20261201, 12, 100, isolated.get());
+  std::set<int64_t> indices;
+  std::map<std::string, int> verdicts;
+  for (const auto& x : d.decisions) {
+    indices.insert(x.index);
+    ++verdicts[x.verdict];
+    if (x.verdict == "crash") EXPECT_GE(largest_lq(x.c), kFaultLq) << case_summary(x.c);
+  }
+  EXPECT_EQ(indices.size(), 12u);
+  EXPECT_GT(verdicts["crash"], 0);
+  EXPECT_GT(verdicts["pass"] + verdicts["rejected"], 0);
+}
 
 // Run in a worker, a campaign finds what it finds in-process, case by case.
 TEST(ToyFlashFaults, IsolationChangesNoResult) {
@@ -124,7 +156,7 @@ TEST(ToyFlashFaults, IsolationChangesNoResult) {
     EXPECT_EQ(isolated.findings[i].graph_after, in_process.findings[i].graph_after);
     EXPECT_EQ(finding_to_json(isolated.findings[i].finding), finding_to_json(in_process.findings[i].finding));
   }
-  EXPECT_EQ(isolated.worker_restarts, 0);
+  EXPECT_EQ(isolated.worker_deaths, 0);
 }
 
 // A campaign stopped between cases resumes from its last checkpoint state
@@ -159,6 +191,75 @@ TEST(CampaignResume, AStoppedCampaignEndsWithTheSameRun) {
       EXPECT_EQ(resumed.findings[i].iteration, whole.findings[i].iteration);
       EXPECT_EQ(case_summary(resumed.findings[i].shrunk), case_summary(whole.findings[i].shrunk));
     }
+  }
+}
+
+}  // namespace
+}  // namespace sdpa::toy_flash
+
+namespace sdpa::toy_flash {
+namespace {
+
+// The run as a campaign records it, without the clock.
+nlohmann::json recorded(const TargetRun& r) {
+  nlohmann::json j = target_run_to_json(r);
+  j.erase("timing");
+  j.erase("seconds");
+  return j;
+}
+
+std::string without(std::string text, const std::string& dir) {
+  for (size_t at; (at = text.find(dir)) != std::string::npos;) text.replace(at, dir.size(), "DIR");
+  return text;
+}
+
+TargetRun with_jobs(const Options& options, int jobs, int64_t stop_after, const std::string& dir) {
+  auto target = fixture().registry.make("toy-flash", options);
+  CampaignOptions o;
+  o.seed = 11;
+  o.cases = 90;
+  o.max_shrink_steps = 60;
+  o.isolate = true;
+  o.jobs = jobs;
+  o.stop_after = stop_after;
+  o.limits = {0.25, 96};
+  o.corpus_dir = dir + "/corpus";
+  o.crash_dir = dir + "/crashes";
+  return run_target_campaign(*target, *fixture().reference, generators(), o);
+}
+
+// Cases checked side by side are taken in iteration order: the run, its
+// findings, its corpus files and its crash files are those of one worker,
+// with findings to shrink, a worker that dies, and a stop after findings.
+TEST(CampaignJobs, ThreeWorkersRecordWhatOneRecords) {
+  const std::vector<std::pair<Options, int64_t>> runs = {
+      {{{"guard", "unguarded"}}, 0}, {{{"fault", "segfault"}}, 0}, {{{"guard", "unguarded"}}, 1}};
+  for (const auto& [options, stop_after] : runs) {
+    std::string one = scratch("jobs1"), three = scratch("jobs3");
+    TargetRun a = with_jobs(options, 1, stop_after, one);
+    TargetRun b = with_jobs(options, 3, stop_after, three);
+    ASSERT_FALSE(a.findings.empty());
+    // File paths differ only in the folder: compare the rest, then the files.
+    EXPECT_EQ(without(recorded(a).dump(), one), without(recorded(b).dump(), three))
+        << options.begin()->second << " stop_after " << stop_after;
+    for (const auto& sub : {"corpus", "crashes"}) {
+      if (!fs::exists(fs::path(one) / sub)) continue;
+      for (const auto& f : fs::recursive_directory_iterator(fs::path(one) / sub)) {
+        if (!f.is_regular_file()) continue;
+        fs::path twin = fs::path(three) / fs::relative(f.path(), one);
+        ASSERT_TRUE(fs::exists(twin)) << twin;
+        std::ifstream x(f.path()), y(twin);
+        std::string bx((std::istreambuf_iterator<char>(x)), {}), by((std::istreambuf_iterator<char>(y)), {});
+        EXPECT_EQ(bx, by) << twin;
+      }
+    }
+    if (stop_after > 0) EXPECT_LT(b.next_iteration, 90);
+    // A finding whose case finishes is taken apart by explain, not reported as a death.
+    if (options.count("guard"))
+      EXPECT_FALSE(explain_worker_death(read_corpus_file(a.findings[0].file), a.findings[0].file,
+                                        fixture().registry, *fixture().reference, *replay_worker()));
+    fs::remove_all(one);
+    fs::remove_all(three);
   }
 }
 

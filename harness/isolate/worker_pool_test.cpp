@@ -1,0 +1,88 @@
+// Several workers side by side: requests run at the same time in distinct
+// processes, replies carry their tags, and one worker's death or hang is
+// reported for its own request while the others' replies still come back.
+#include "harness/isolate/worker_pool.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace sdpa {
+namespace {
+
+// Requests: {"do": "sleep"|"segfault"|"hang", "ms": N}; the reply is the worker's pid.
+nlohmann::json act(const nlohmann::json& request) {
+  const std::string what = request.at("do");
+  if (what == "segfault") raise(SIGSEGV);
+  if (what == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(request.value("ms", 0)));
+  return getpid();
+}
+
+TEST(WorkerPool, RequestsRunSideBySideInDistinctWorkers) {
+  WorkerPool pool(3, act, {});
+  auto t0 = std::chrono::steady_clock::now();
+  for (int tag = 0; tag < 3; ++tag) pool.submit(tag, {{"do", "sleep"}, {"ms", 300}});
+  EXPECT_TRUE(pool.full());
+  std::set<int64_t> tags;
+  std::set<int> pids;
+  for (int k = 0; k < 3; ++k) {
+    WorkerPool::Reply r = pool.wait();
+    tags.insert(r.tag);
+    pids.insert(std::get<nlohmann::json>(r.reply).get<int>());
+  }
+  // Three 300 ms requests in well under 900 ms: they ran at the same time.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(800));
+  EXPECT_EQ(tags, (std::set<int64_t>{0, 1, 2}));
+  EXPECT_EQ(pids.size(), 3u);
+  EXPECT_EQ(pool.busy(), 0);
+}
+
+TEST(WorkerPool, ADeathAndAHangAreTheirOwnRequestsAndTheRestReply) {
+  WorkerPool pool(3, act, {0.3, 0});
+  pool.submit(10, {{"do", "segfault"}});
+  pool.submit(11, {{"do", "hang"}});
+  pool.submit(12, {{"do", "sleep"}, {"ms", 50}});
+  std::map<int64_t, std::variant<nlohmann::json, WorkerDeath>> replies;
+  for (int k = 0; k < 3; ++k) {
+    WorkerPool::Reply r = pool.wait();
+    replies.emplace(r.tag, r.reply);
+  }
+  ASSERT_TRUE(std::holds_alternative<WorkerDeath>(replies.at(10)));
+  EXPECT_EQ(std::get<WorkerDeath>(replies.at(10)).verdict, Verdict::crash);
+  ASSERT_TRUE(std::holds_alternative<WorkerDeath>(replies.at(11)));
+  EXPECT_EQ(std::get<WorkerDeath>(replies.at(11)).verdict, Verdict::timeout);
+  EXPECT_TRUE(std::holds_alternative<nlohmann::json>(replies.at(12)));
+  // The dead workers' slots take requests again.
+  pool.submit(13, {{"do", "sleep"}});
+  pool.submit(14, {{"do", "sleep"}});
+  pool.submit(15, {{"do", "sleep"}});
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(std::holds_alternative<nlohmann::json>(pool.wait().reply));
+}
+
+TEST(WorkerPool, AHangIsFoundWhileAnotherWorkerKeepsReplying) {
+  WorkerPool pool(2, act, {0.3, 0});
+  pool.submit(0, {{"do", "hang"}});
+  int64_t tag = 1;
+  pool.submit(tag, {{"do", "sleep"}, {"ms", 1}});
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    WorkerPool::Reply r = pool.wait();
+    if (r.tag == 0) {
+      EXPECT_EQ(std::get<WorkerDeath>(r.reply).verdict, Verdict::timeout);
+      break;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    pool.submit(++tag, {{"do", "sleep"}, {"ms", 1}});
+  }
+  EXPECT_GT(tag, 10);  // the other worker went on replying meanwhile
+}
+
+}  // namespace
+}  // namespace sdpa
