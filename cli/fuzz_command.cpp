@@ -62,7 +62,7 @@ FuzzArgs args_from_json(const nlohmann::json& j) {
   j.at("seed").get_to(a.seed);
   j.at("max_size").get_to(a.max_size);
   j.at("shard").get_to(a.shard);
-  a.shard_source = j.value("shard_source", std::string("--shard"));
+  a.shard_source = j.value("shard_source", std::string());
   j.at("corpus").get_to(a.corpus);
   j.at("policy").get_to(a.policy);
   j.at("junit").get_to(a.junit);

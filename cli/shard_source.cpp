@@ -44,6 +44,7 @@ ShardChoice from_kubernetes(const std::string& index, int shards_flag, const Env
     c.count = shards_flag;
   } else if (const char* n = env("SDPACHECK_SHARDS")) {
     c.count = static_cast<int>(parse_count(n, "SDPACHECK_SHARDS", "the shard count, a whole number >= 1"));
+    if (c.count < 1) throw InputError(std::string("SDPACHECK_SHARDS='") + n + "': expected the shard count, a whole number >= 1");
   } else {
     throw InputError("JOB_COMPLETION_INDEX=" + index +
                      " (a Kubernetes Indexed Job) gives no shard count: pass --shards N or set "

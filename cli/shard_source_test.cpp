@@ -100,8 +100,9 @@ TEST(ShardSource, GtestNeedsBothVariables) {
 }
 
 TEST(ShardSource, BadFlagsAndDisagreeingCounts) {
-  for (const char* bad : {"3/3", "1/0", "a/2", "1", "-1/2", "1/2/3", "1/ 2", ""})
-    if (*bad) EXPECT_NE(error_of(bad, 0, {}).find("expected I/N"), std::string::npos) << bad;
+  for (const char* bad : {"3/3", "1/0", "a/2", "1", "-1/2", "1/2/3", "1/ 2", "+1/2"}) {
+    EXPECT_NE(error_of(bad, 0, {}).find("expected I/N"), std::string::npos) << bad;
+  }
   EXPECT_NE(error_of("1/3", 4, {}).find("--shards 4 disagrees with the shard count 3 of --shard"), std::string::npos);
   EXPECT_NE(error_of("", 3, {}).find("gives a count but no index"), std::string::npos);
   EXPECT_NE(error_of("", 3, {{"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_TASK_COUNT", "2"}})

@@ -191,7 +191,8 @@ TEST(CampaignStats, JsonRoundTripIsExact) {
   CampaignStats stats = stats_with({"Lq=1"});
   add_cases(stats, 0, 40);
   CampaignStats back = stats_with({});
-  for (const auto& [name, t] : stats.to_json().items()) back.merge(name, target_stats_from_json(t, "stats"));
+  const nlohmann::json j = stats.to_json();
+  for (const auto& [name, t] : j.items()) back.merge(name, target_stats_from_json(t, "stats"));
   EXPECT_EQ(back.to_json(), stats.to_json());
   EXPECT_EQ(back.targets().at("aten").coverage.lengths, stats.targets().at("aten").coverage.lengths);
   EXPECT_EQ(back.targets().at("aten").lsb, stats.targets().at("aten").lsb);

@@ -15,14 +15,14 @@ struct RunSettings {
   int64_t cases = 0;
   int max_size = 100;
   int shard = 0, shards = 1;
+  std::string policy = "default";
+  bool identity = false;
   /// Where the shard came from (cli/shard_source.h): "--shard",
   /// "JOB_COMPLETION_INDEX", ...; empty: not written.
   std::string shard_source;
   /// A merge of some shards of `shards`: their indices, written as "shards"
   /// in place of "shard". Empty: one shard.
   std::vector<int> shard_set;
-  std::string policy = "default";
-  bool identity = false;
 };
 
 /// Everything but timing depends only on the settings: the same seed and
