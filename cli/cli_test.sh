@@ -51,6 +51,12 @@ check scoped-option 0 "run summary" "$BIN" fuzz --cases 20 --option llm.guard=up
 check scoped-option-unknown 2 "option 'mutant' is not an option of target llm" "$BIN" fuzz --cases 5 --option llm.mutant=drop-scale
 check unknown-target 2 "unknown target 'nope'" "$BIN" fuzz --cases 5 --target nope
 check bad-shard 2 "--shard '3/2'" "$BIN" fuzz --cases 5 --shard 3/2
+check k8s-shard-needs-count 2 "pass --shards N or set SDPACHECK_SHARDS" env JOB_COMPLETION_INDEX=1 "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/k"
+check bad-slurm-shard 2 "SLURM_ARRAY_TASK_COUNT is not set" env SLURM_ARRAY_TASK_ID=1 "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/k"
+check gtest-shard 0 '"shard_source": "GTEST_SHARD_INDEX"' env GTEST_SHARD_INDEX=1 GTEST_TOTAL_SHARDS=4 \
+  sh -c "'$BIN' fuzz --cases 8 --target aten --no-corpus --run-dir '$TMP/g' >/dev/null && cat '$TMP/g/run.json'"
+check merge-help 0 "--allow-incomplete" "$BIN" merge --help
+check merge-needs-out 2 "--out is required" "$BIN" merge "$TMP/g"
 check bad-cases 2 "--cases" "$BIN" fuzz --cases -3
 check unwritable-run-dir 2 "--run-dir: cannot create folder" "$BIN" fuzz --cases 5 --run-dir /proc/none --no-corpus
 check missing-path 2 "no such file or folder" "$BIN" replay "$TMP/none.json"

@@ -16,6 +16,9 @@ enum ExitCode {
   kKnownFixed = 3,   // replay: a recorded failure now passes (update `expect`)
 };
 
+/// The format of RUN_DIR/checkpoint.json (fuzz writes it, merge reads it).
+inline constexpr const char* kCheckpointFormat = "sdpacheck.checkpoint.v1";
+
 /// Where cases run (cli/isolation.cpp).
 struct IsolationArgs {
   bool in_process = false;
@@ -32,5 +35,6 @@ void add_list_command(CLI::App& app, Wiring& w, int& exit_code);
 void add_explain_command(CLI::App& app, Wiring& w, int& exit_code);
 void add_gate_command(CLI::App& app, Wiring& w, int& exit_code);
 void add_repro_command(CLI::App& app, Wiring& w, int& exit_code);
+void add_merge_command(CLI::App& app, Wiring& w, int& exit_code);
 
 }  // namespace sdpa::cli

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "harness/campaign/campaign_state.h"
 #include "harness/io/atomic_write.h"
 #include "cli/commands.h"
+#include "cli/shard_source.h"
 #include "harness/io/json_reader.h"
 #include "reports/campaign_stats.h"
 #include "reports/html_report.h"
@@ -28,7 +30,10 @@ struct FuzzArgs {
   double time = 0;
   uint64_t seed = 1;
   int max_size = 100;
-  std::string shard = "0/1", corpus = "corpus", run_dir = "runs/latest", policy = "default";
+  std::string corpus = "corpus", run_dir = "runs/latest", policy = "default";
+  std::string shard;         // "I/N"; empty: from the scheduler's variables (shard_source.h)
+  int shards = 0;            // --shards: the count for JOB_COMPLETION_INDEX; 0: not given
+  std::string shard_source;  // ShardChoice::source, once resolved
   std::string junit, html;  // empty: not written
   bool no_corpus = false, no_timing = false, identity = false, fail_on_finding = false;
   bool record_warnings = false;
@@ -38,13 +43,11 @@ struct FuzzArgs {
   std::string resume;  // a run folder whose checkpoint the campaign continues from
 };
 
-constexpr const char* kCheckpointFormat = "sdpacheck.checkpoint.v1";
-
 // The settings a resumed campaign takes from its checkpoint.
 nlohmann::json args_to_json(const FuzzArgs& a) {
   return {{"targets", a.targets},   {"options", a.options},     {"cases", a.cases},
           {"time", a.time},         {"seed", a.seed},           {"max_size", a.max_size},
-          {"shard", a.shard},       {"corpus", a.corpus},       {"policy", a.policy},
+          {"shard", a.shard},       {"shard_source", a.shard_source}, {"corpus", a.corpus},       {"policy", a.policy},
           {"junit", a.junit},       {"html", a.html},           {"no_corpus", a.no_corpus},
           {"no_timing", a.no_timing}, {"identity", a.identity}, {"fail_on_finding", a.fail_on_finding},
           {"record_warnings", a.record_warnings}, {"stop_after", a.stop_after}, {"jobs", a.jobs},
@@ -61,6 +64,7 @@ FuzzArgs args_from_json(const nlohmann::json& j) {
   j.at("seed").get_to(a.seed);
   j.at("max_size").get_to(a.max_size);
   j.at("shard").get_to(a.shard);
+  a.shard_source = j.value("shard_source", std::string());
   j.at("corpus").get_to(a.corpus);
   j.at("policy").get_to(a.policy);
   j.at("junit").get_to(a.junit);
@@ -146,13 +150,11 @@ void check_options_used(const std::vector<const TargetFactory*>& targets,
   }
 }
 
-std::pair<int, int> parse_shard(const std::string& s) {
-  int i = 0, n = 0;
-  char slash = 0;
-  std::istringstream in(s);
-  if (!(in >> i >> slash >> n) || slash != '/' || n < 1 || i < 0 || i >= n || !in.eof())
-    throw InputError("--shard '" + s + "': expected I/N with 0 <= I < N, for example 0/4");
-  return {i, n};
+// The shard of a new campaign; a resumed one keeps the shard it was started with.
+void resolve_shard_of(FuzzArgs& a) {
+  ShardChoice c = resolve_shard(a.shard, a.shards, [](const char* name) { return std::getenv(name); });
+  a.shard = shard_text(c.index, c.count);
+  a.shard_source = c.source;
 }
 
 // Workers that check cases side by side: --jobs, or one per core.
@@ -185,15 +187,19 @@ void prepare_report_paths(const FuzzArgs& a) {
 
 // run.json, with what is done so far while the campaign goes.
 std::string write_summary(const FuzzArgs& a, const RunSettings& s, const std::vector<TargetRun>& runs,
-                          const char* state) {
-  nlohmann::json summary = run_summary(s, runs, !a.no_timing);
+                          const CampaignStats& stats, const char* state) {
+  nlohmann::json summary = run_summary(s, runs, !a.no_timing, &stats);
   summary["state"] = state;
   return write_run_json(a.run_dir, summary);
 }
 
-void write_checkpoint(const FuzzArgs& a, const std::vector<TargetRun>& done, const nlohmann::json& current) {
+// The statistics of every case counted in `done` and `current`, so that a
+// resumed campaign's report and coverage count the cases before the resume,
+// and sdpacheck merge can sum them.
+void write_checkpoint(const FuzzArgs& a, const std::vector<TargetRun>& done, const nlohmann::json& current,
+                      const CampaignStats& stats) {
   nlohmann::json j = {{"format", kCheckpointFormat}, {"args", args_to_json(a)}, {"done", nlohmann::json::array()},
-                      {"current", current}};
+                      {"current", current}, {"stats", stats.to_json()}};
   for (const auto& r : done) j["done"].push_back(target_run_to_json(r));
   write_file_atomically(checkpoint_path(a.run_dir),
                         j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
@@ -207,6 +213,9 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
     a = args_from_json(checkpoint.at("args"));
     a.run_dir = given.resume;
   }
+  const std::string shard_source = a.shard_source;
+  resolve_shard_of(a);
+  if (!given.resume.empty()) a.shard_source = shard_source;
   CaseGeneratorFactory gen = w.generators(a.policy);
   if (!gen) throw InputError("--policy '" + a.policy + "': expected default or large");
   CampaignOptions opt;
@@ -214,7 +223,11 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   opt.cases = a.cases;
   opt.time_limit = a.time;
   opt.max_size = a.max_size;
-  std::tie(opt.shard, opt.shards) = parse_shard(a.shard);
+  {
+    ShardChoice c = resolve_shard(a.shard, 0, [](const char*) { return nullptr; });
+    opt.shard = c.index;
+    opt.shards = c.count;
+  }
   opt.corpus_dir = a.no_corpus ? "" : a.corpus;
   opt.record_warnings = a.record_warnings;
   opt.stop_after = a.stop_after;
@@ -236,42 +249,44 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   }
   check_options_used(factories, a.options);
   prepare_report_paths(a);
-  std::unique_ptr<CampaignStats> stats;
-  if (!a.html.empty()) stats = std::make_unique<CampaignStats>(boundary_classes);
-  RunSettings s{a.seed, a.cases, a.max_size, opt.shard, opt.shards, a.policy, a.identity};
+  CampaignStats stats(boundary_classes);
+  if (!checkpoint.is_null() && checkpoint.contains("stats"))
+    for (const auto& [name, t] : checkpoint.at("stats").items())
+      stats.merge(name, target_stats_from_json(t, checkpoint_path(a.run_dir) + ": stats of " + name));
+  RunSettings s{a.seed, a.cases, a.max_size, opt.shard, opt.shards, a.policy, a.identity, a.shard_source, {}};
   std::vector<TargetRun> runs;
   if (!checkpoint.is_null())
     for (const auto& done : checkpoint.at("done")) runs.push_back(target_run_from_json(done, checkpoint_path(a.run_dir)));
-  if (checkpoint.is_null()) write_checkpoint(a, runs, nullptr);
+  if (checkpoint.is_null()) write_checkpoint(a, runs, nullptr, stats);
   catch_stop_signals();
   opt.stop_requested = [] { return stop_signal != 0; };
   opt.checkpoint = [&](const TargetRun& so_far, const nlohmann::json& state) {
-    write_checkpoint(a, runs, state);
+    write_checkpoint(a, runs, state, stats);
     std::vector<TargetRun> all = runs;
     all.push_back(so_far);
-    write_summary(a, s, all, "running");
+    write_summary(a, s, all, stats, "running");
   };
   bool interrupted = false;
   for (size_t k = runs.size(); k < factories.size() && !interrupted; ++k) {
     const std::string& name = factories[k]->name();
     auto target = w.registry.make(name, options_for(*factories[k], a.options));
-    if (stats) opt.on_case = stats->collector(name);
+    opt.on_case = stats.collector(name);
     const nlohmann::json* current = checkpoint.is_null() ? nullptr : &checkpoint.at("current");
     opt.resume = current && current->is_object() && current->value("target", "") == name ? *current : nullptr;
     TargetRun r = run_target_campaign(*target, *w.reference, gen, opt);
     interrupted = r.interrupted;  // the campaign's last checkpoint holds where it stopped
     runs.push_back(r);
     if (opt.progress) std::cerr << "\n";
-    if (!interrupted) write_checkpoint(a, runs, nullptr);
+    if (!interrupted) write_checkpoint(a, runs, nullptr, stats);
   }
-  std::string path = write_summary(a, s, runs, interrupted ? "interrupted" : "complete");
+  std::string path = write_summary(a, s, runs, stats, interrupted ? "interrupted" : "complete");
   std::cout << run_summary_text(runs) << "run summary: " << path << "\n";
   if (interrupted) {
     std::cout << "interrupted by signal " << stop_signal << ": continue with sdpacheck fuzz --resume " << a.run_dir << "\n";
     return 128 + stop_signal;
   }
   if (!a.junit.empty()) std::cout << "junit: " << write_junit(a.junit, s, runs) << "\n";
-  if (stats) std::cout << "html report: " << write_html_report(a.html, s, runs, *stats) << "\n";
+  if (!a.html.empty()) std::cout << "html report: " << write_html_report(a.html, s, runs, stats) << "\n";
   bool failed = false;
   for (const auto& r : runs)
     for (const auto& [v, n] : r.verdicts) failed = failed || is_failure(*parse_verdict(v));
@@ -294,7 +309,13 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_option("--corpus", args->corpus, "folder findings are written to, as <target>/<file>.json");
   cmd->add_flag("--no-corpus", args->no_corpus, "do not write findings");
   cmd->add_option("--run-dir", args->run_dir, "folder run.json is written to");
-  cmd->add_option("--shard", args->shard, "I/N: run iterations i with i % N == I");
+  cmd->add_option("--shard", args->shard,
+                  "I/N: run iterations i with i % N == I (default: from JOB_COMPLETION_INDEX, "
+                  "SLURM_ARRAY_TASK_ID or GTEST_SHARD_INDEX, else 0/1)");
+  cmd->add_option("--shards", args->shards,
+                  "the shard count for JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's completions; "
+                  "or set SDPACHECK_SHARDS)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--policy", args->policy, "generation policy: default or large");
   cmd->add_flag("--no-timing", args->no_timing, "leave timing out of run.json (byte-identical reruns)");
   cmd->add_flag("--identity", args->identity, "identity self-check: run every target with its passes off");

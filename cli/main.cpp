@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_explain_command(app, w, exit_code);
   add_gate_command(app, w, exit_code);
   add_repro_command(app, w, exit_code);
+  add_merge_command(app, w, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/io/json_reader.h"
+
 namespace sdpa {
 
 int ratio_bucket(double ratio) {
@@ -80,6 +82,98 @@ void CampaignStats::add(const std::string& target, const Case& c, const CaseResu
   ++t.coverage.head_layouts[head_layout(c)];
   for (const auto& kind : mask_kinds(c)) ++t.coverage.mask_kinds[kind];
   ++t.coverage.dtypes[dtype_name(c.dtype)];
+}
+
+namespace {
+
+// Sums of counts, element by element and key by key.
+void add_counts(int64_t& into, int64_t n) { into += n; }
+void add_counts(std::vector<int64_t>& into, const std::vector<int64_t>& n) {
+  if (into.size() < n.size()) into.resize(n.size());
+  for (size_t b = 0; b < n.size(); ++b) into[b] += n[b];
+}
+template <class K, class V>
+void add_counts(std::map<K, V>& into, const std::map<K, V>& n) {
+  for (const auto& [k, v] : n) add_counts(into[k], v);
+}
+
+// Every field of Coverage and TargetStats by its JSON name, visited in one
+// or two objects at once: writing, reading and summing all go through these
+// lists, so a new field is one line here.
+template <class F, class... C>
+void coverage_fields(F&& field, C&... c) {
+  field("lengths", c.lengths...);
+  field("head_layouts", c.head_layouts...);
+  field("mask_kinds", c.mask_kinds...);
+  field("dtypes", c.dtypes...);
+}
+
+template <class F, class... T>
+void stats_fields(F&& field, T&... t) {
+  field("verdicts", t.verdicts...);
+  field("ratios", t.ratios...);
+  field("lsb", t.lsb...);
+  field("guard", t.guard...);
+}
+
+struct Writer {
+  nlohmann::json& j;
+  template <class V>
+  void operator()(const char* name, const V& v) { j[name] = v; }
+};
+
+struct Reader {
+  const nlohmann::json& j;
+  template <class V>
+  void operator()(const char* name, V& v) {
+    if (j.contains(name)) j.at(name).get_to(v);
+  }
+};
+
+struct Adder {
+  template <class V>
+  void operator()(const char*, V& into, const V& n) { add_counts(into, n); }
+};
+
+}  // namespace
+
+void TargetStats::merge(const TargetStats& other) {
+  cases += other.cases;
+  stats_fields(Adder{}, *this, other);
+  coverage_fields(Adder{}, coverage, other.coverage);
+}
+
+nlohmann::json coverage_to_json(const Coverage& c) {
+  nlohmann::json j = nlohmann::json::object();
+  coverage_fields(Writer{j}, c);
+  return j;
+}
+
+nlohmann::json target_stats_to_json(const TargetStats& t) {
+  nlohmann::json j = {{"cases", t.cases}};
+  stats_fields(Writer{j}, t);
+  j["coverage"] = coverage_to_json(t.coverage);
+  return j;
+}
+
+TargetStats target_stats_from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    TargetStats t;
+    t.cases = j.at("cases").get<int64_t>();
+    stats_fields(Reader{j}, t);
+    if (j.contains("coverage")) coverage_fields(Reader{j.at("coverage")}, t.coverage);
+    return t;
+  } catch (const std::exception& e) {
+    throw InputError(source + ": not campaign statistics: " + e.what());
+  }
+}
+
+void CampaignStats::merge(const std::string& target, const TargetStats& stats) { targets_[target].merge(stats); }
+
+nlohmann::json CampaignStats::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, t] : targets_) j[name] = target_stats_to_json(t);
+  return j;
 }
 
 std::function<void(const Case&, const CaseResult&)> CampaignStats::collector(const std::string& target) {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/campaign/campaign.h"
 
 namespace sdpa {
@@ -58,7 +60,18 @@ struct TargetStats {
   /// case class -> deciding rule ("accept" or the first failed rule) -> decisions.
   std::map<std::string, std::map<std::string, int64_t>> guard;
   Coverage coverage;
+
+  /// Adds `other`'s counts: the statistics of two disjoint sets of cases
+  /// sum to those of their union (sdpacheck merge).
+  void merge(const TargetStats& other);
 };
+
+/// As JSON, every count exact: maps with pair keys as [[key, value], ...].
+/// A field missing from `j` reads as empty (a file written before it).
+nlohmann::json coverage_to_json(const Coverage& c);
+nlohmann::json target_stats_to_json(const TargetStats& t);
+/// Throws InputError naming `source` when `j` is not statistics.
+TargetStats target_stats_from_json(const nlohmann::json& j, const std::string& source);
 
 class CampaignStats {
  public:
@@ -71,6 +84,11 @@ class CampaignStats {
 
   /// Per target, in name order.
   const std::map<std::string, TargetStats>& targets() const { return targets_; }
+
+  /// Adds the statistics of another target or run (TargetStats::merge).
+  void merge(const std::string& target, const TargetStats& stats);
+  /// {target: target_stats_to_json}; read back with merge().
+  nlohmann::json to_json() const;
 
  private:
   CaseClassifier classify_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/io/json_reader.h"
+
 namespace sdpa {
 namespace {
 
@@ -165,6 +167,58 @@ TEST(CampaignStats, CollectorFeedsItsTarget) {
   hook(lengths(1, 1), CaseResult{});
   EXPECT_EQ(stats.targets().at("aten").cases, 2);
   EXPECT_EQ(stats.targets().count("llm"), 0u);
+}
+
+// Cases 0..n-1 of a small varied campaign: lengths, dtypes, heads, masks,
+// decisions and accuracy samples all change with k.
+void add_cases(CampaignStats& stats, int from, int to) {
+  for (int k = from; k < to; ++k) {
+    Case c = lengths(1 + k % 7, 1 + (k * 5) % 11);
+    c.dtype = k % 3 == 0 ? DType::bf16 : DType::f32;
+    c.q_heads = 4;
+    c.kv_heads = k % 4 == 0 ? 1 : 4;
+    c.is_causal = k % 5 == 0;
+    CaseResult r;
+    r.verdict = k % 6 == 0 ? Verdict::unsound_rewrite : Verdict::pass;
+    r.accuracy = {{"libtorch", c.dtype, std::pow(10.0, k % 9 - 6)}};
+    if (k % 2) r.accuracy.push_back({"cmsis-nn", DType::f32, 0.5, 0.5, static_cast<double>(k % 40)});
+    r.decisions = {decided(k % 3 ? "accept" : "mask-shape")};
+    stats.add(k % 2 ? "aten" : "llm", c, r);
+  }
+}
+
+TEST(CampaignStats, JsonRoundTripIsExact) {
+  CampaignStats stats = stats_with({"Lq=1"});
+  add_cases(stats, 0, 40);
+  CampaignStats back = stats_with({});
+  const nlohmann::json j = stats.to_json();
+  for (const auto& [name, t] : j.items()) back.merge(name, target_stats_from_json(t, "stats"));
+  EXPECT_EQ(back.to_json(), stats.to_json());
+  EXPECT_EQ(back.targets().at("aten").coverage.lengths, stats.targets().at("aten").coverage.lengths);
+  EXPECT_EQ(back.targets().at("aten").lsb, stats.targets().at("aten").lsb);
+}
+
+TEST(CampaignStats, StatisticsOfTwoHalvesSumToTheWhole) {
+  CampaignStats whole = stats_with({"Lq=1", "gqa"}), first = stats_with({"Lq=1", "gqa"}),
+                second = stats_with({"Lq=1", "gqa"});
+  add_cases(whole, 0, 50);
+  add_cases(first, 0, 17);
+  add_cases(second, 17, 50);
+  CampaignStats sum = stats_with({});
+  for (const CampaignStats* part : {&second, &first})
+    for (const auto& [name, t] : part->targets()) sum.merge(name, t);
+  EXPECT_EQ(sum.to_json(), whole.to_json());
+  EXPECT_NE(first.to_json(), whole.to_json());
+}
+
+TEST(CampaignStats, BadStatisticsNameTheirSource) {
+  try {
+    target_stats_from_json({{"cases", "many"}}, "RUN/checkpoint.json: stats of aten");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("RUN/checkpoint.json: stats of aten: not campaign statistics"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

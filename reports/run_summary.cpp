@@ -27,14 +27,21 @@ nlohmann::json finding_entry(const WrittenFinding& w) {
 
 }  // namespace
 
-nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& runs, bool with_timing) {
+nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& runs, bool with_timing,
+                           const CampaignStats* stats) {
   nlohmann::json j;
   j["format"] = "sdpacheck.run.v1";
   j["version"] = kVersion;
   j["seed"] = s.seed;
   j["cases_per_target"] = s.cases;
   j["max_size"] = s.max_size;
-  j["shard"] = std::to_string(s.shard) + "/" + std::to_string(s.shards);
+  if (s.shard_set.empty()) {
+    j["shard"] = std::to_string(s.shard) + "/" + std::to_string(s.shards);
+  } else {
+    j["shards"] = nlohmann::json::array();
+    for (int i : s.shard_set) j["shards"].push_back(std::to_string(i) + "/" + std::to_string(s.shards));
+  }
+  if (!s.shard_source.empty()) j["shard_source"] = s.shard_source;
   j["policy"] = s.policy;
   j["passes"] = s.identity ? "off (identity self-check)" : "on";
   j["targets"] = nlohmann::json::object();
@@ -53,6 +60,10 @@ nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& r
       t["variants"] = nlohmann::json::object();
       for (const auto& [name, v] : r.variants)
         t["variants"][name] = {{"cases", v.cases}, {"verdicts", v.verdicts}, {"counters", v.counters}};
+    }
+    if (stats) {
+      auto it = stats->targets().find(r.target);
+      t["coverage"] = coverage_to_json(it == stats->targets().end() ? Coverage{} : it->second.coverage);
     }
     t["findings"] = nlohmann::json::array();
     for (const auto& w : r.findings) t["findings"].push_back(finding_entry(w));

@@ -1,0 +1,132 @@
+#!/bin/bash
+# Shards and merge, end to end: three shard processes of one campaign (the
+# shard from --shard, Slurm's and a Kubernetes Indexed Job's variables) run
+# disjoint iterations that cover the campaign, and `sdpacheck merge` of them
+# gives run.json (without timing) and corpus files byte-identical to the
+# campaign run whole, whatever the grouping and with a shard merged twice;
+# runs of other settings, overlapping merges and unfinished runs are refused.
+# Usage: shard_merge_test.sh SDPACHECK
+set -u
+BIN=$(realpath "$1")
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() { echo "FAIL $1"; failures=$((failures + 1)); }
+ok() { echo "ok   $1"; }
+
+# A mutant campaign with findings; each run in its own folder, with relative
+# paths, so that recorded file paths compare equal.
+CASES=240
+CAMPAIGN=(--target aten --option mutant=drop-scale --cases $CASES --seed 7 --max-size 40 --no-timing)
+run_in() {  # run_in DIR CMD... (output to DIR.log)
+  local dir=$1
+  shift
+  mkdir -p "$TMP/$dir"
+  (cd "$TMP/$dir" && "$@") >"$TMP/$dir.log" 2>&1
+}
+fuzz_in() {  # fuzz_in DIR [ENV=V...] -- ARGS...
+  local dir=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  run_in "$dir" env "${envs[@]}" "$BIN" fuzz "${CAMPAIGN[@]}" --run-dir run --corpus run/corpus \
+    --junit run/junit.xml "$@"
+}
+
+fuzz_in whole -- || fail "whole campaign ran"
+fuzz_in s0 -- --shard 0/3 || fail "shard 0 ran"
+fuzz_in s1 SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=3 -- || fail "shard 1 (Slurm) ran"
+fuzz_in s2 JOB_COMPLETION_INDEX=2 -- --shards 3 || fail "shard 2 (Kubernetes) ran"
+
+# Disjoint and complete: shard I ran exactly the iterations i < CASES with
+# i % 3 == I, each from where it came; the whole campaign has findings.
+python3 - "$TMP" $CASES <<'PY' && ok "shards disjoint and complete" || fail "shards disjoint and complete"
+import json, sys
+tmp, cases = sys.argv[1], int(sys.argv[2])
+whole = json.load(open(f"{tmp}/whole/run/run.json"))
+assert len(whole["targets"]["aten"]["findings"]) >= 1, "the campaign has no finding"
+assert "shard_source" not in whole, whole.get("shard_source")
+total = 0
+for i, source in enumerate(["--shard", "SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"]):
+    r = json.load(open(f"{tmp}/s{i}/run/run.json"))
+    assert r["shard"] == f"{i}/3" and r["shard_source"] == source, (r["shard"], r["shard_source"])
+    n = r["targets"]["aten"]["cases"]
+    assert n == len(range(i, cases, 3)), (i, n)
+    total += n
+assert total == whole["targets"]["aten"]["cases"] == cases
+PY
+
+# merge_in DIR RUN_DIRS... : merge from DIR, the shards' corpora given.
+merge_in() {
+  local dir=$1
+  shift
+  local corpora=()
+  for s in s0 s1 s2 whole; do corpora+=(--corpus "$TMP/$s/run/corpus"); done
+  run_in "$dir" "$BIN" merge "$@" "${corpora[@]}" --out run
+}
+same_as_whole() {  # same_as_whole NAME DIR
+  if cmp -s "$TMP/whole/run/run.json" "$TMP/$2/run/run.json" &&
+     diff -r "$TMP/whole/run/corpus" "$TMP/$2/run/corpus" >/dev/null; then
+    ok "$1"
+  else
+    fail "$1"; diff "$TMP/whole/run/run.json" "$TMP/$2/run/run.json" | head -20; cat "$TMP/$2.log" | head
+  fi
+}
+
+merge_in m "$TMP/s0/run" "$TMP/s1/run" "$TMP/s2/run" || fail "merge ran"
+same_as_whole "merge equals the campaign run whole" m
+# The JUnit file of the whole campaign, times aside.
+if diff <(sed -E 's/ time="[^"]*"//g' "$TMP/whole/run/junit.xml") <(sed -E 's/ time="[^"]*"//g' "$TMP/m/run/junit.xml") >/dev/null &&
+   grep -q 'data-render-status\|renderStatus' "$TMP/m/run/report/index.html"; then
+  ok "merged junit and html report"
+else
+  fail "merged junit and html report"
+fi
+
+merge_in twice "$TMP/s2/run" "$TMP/s0/run" "$TMP/s1/run" "$TMP/s0/run" "$TMP/s2/run" || fail "merge twice ran"
+same_as_whole "a shard merged twice counts once, in any order" twice
+merge_in m01 "$TMP/s0/run" "$TMP/s1/run" || fail "merge 0+1 ran"
+merge_in m12 "$TMP/s1/run" "$TMP/s2/run" || fail "merge 1+2 ran"
+python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['shards'] == ['0/3', '1/3']" "$TMP/m01/run/run.json" &&
+  ok "a partial merge names its shards" || fail "a partial merge names its shards"
+merge_in left "$TMP/m01/run" "$TMP/s2/run" || fail "merge (0+1)+2 ran"
+merge_in right "$TMP/s0/run" "$TMP/m12/run" || fail "merge 0+(1+2) ran"
+same_as_whole "(0+1)+2 equals the whole" left
+same_as_whole "0+(1+2) equals the whole" right
+merge_in again "$TMP/m/run" "$TMP/s1/run" "$TMP/m01/run" || fail "merge of the merge with its parts ran"
+same_as_whole "merging the merge with its own shards changes nothing" again
+merge_in withwhole "$TMP/whole/run" "$TMP/s2/run" || fail "merge of the whole run and a shard ran"
+same_as_whole "the whole run holds every shard" withwhole
+
+refused() {  # refused NAME WANT_TEXT DIR RUN_DIRS...
+  local name=$1 want=$2 dir=$3
+  shift 3
+  if merge_in "$dir" "$@"; then fail "$name: merge succeeded"; return; fi
+  if grep -qF -- "$want" "$TMP/$dir.log"; then ok "$name"; else fail "$name"; head -5 "$TMP/$dir.log"; fi
+}
+refused "overlapping merges" "both hold iterations of shard 1/3" bad1 "$TMP/m01/run" "$TMP/m12/run"
+CAMPAIGN=(--target aten --option mutant=drop-scale --cases $CASES --seed 8 --max-size 40 --no-timing)
+fuzz_in seed8 -- --shard 1/3
+refused "another seed" "seed is 7 in $TMP/s0/run and 8 in $TMP/seed8/run" bad2 "$TMP/s0/run" "$TMP/seed8/run"
+CAMPAIGN=(--target aten --option mutant=drop-scale --cases $CASES --seed 7 --max-size 40 --no-timing)
+fuzz_in n2 -- --shard 1/2
+refused "another shard count" "the shard count is 3 in" bad3 "$TMP/s0/run" "$TMP/n2/run"
+fuzz_in opt -- --shard 1/3 --option mutant=gqa-modulo
+refused "other options" "options is" bad4 "$TMP/s0/run" "$TMP/opt/run"
+cp -r "$TMP/s1" "$TMP/s1i"
+python3 - "$TMP/s1i/run/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["state"] = "interrupted"; json.dump(r, open(sys.argv[1], "w"), indent=2)
+PY
+refused "an unfinished run" "state is 'interrupted', not complete" bad5 "$TMP/s0/run" "$TMP/s1i/run"
+if run_in taken "$BIN" merge "$TMP/s0/run" "$TMP/s1i/run" --corpus "$TMP/s0/run/corpus" --corpus "$TMP/s1i/run/corpus" \
+     --out run --allow-incomplete && grep -q '"state": "interrupted"' "$TMP/taken/run/run.json"; then
+  ok "--allow-incomplete takes it and says so"
+else
+  fail "--allow-incomplete takes it and says so"
+fi
+refused "a folder that is not a run" "run.json: cannot open file" bad6 "$TMP/s0"
+
+if [ "$failures" != 0 ]; then echo "$failures failures"; exit 1; fi
+echo "all shard and merge checks pass"
