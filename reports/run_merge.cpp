@@ -110,7 +110,9 @@ TargetRun sum_target(const std::string& target, const std::vector<const TargetRu
       if (!fresh && better(w, it->second)) it->second = w;
     }
     failures += r->duplicates + static_cast<int64_t>(r->findings.size());
-    out.worker_restarts += r->worker_restarts;
+    out.worker_deaths += r->worker_deaths;
+    // The merge ran up to where its least advanced part stopped.
+    out.next_iteration = r == parts.front() ? r->next_iteration : std::min(out.next_iteration, r->next_iteration);
     out.crash_files.insert(out.crash_files.end(), r->crash_files.begin(), r->crash_files.end());
     out.timing.generate += r->timing.generate;
     out.timing.oracle += r->timing.oracle;
