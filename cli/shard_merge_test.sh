@@ -47,14 +47,18 @@ tmp, cases = sys.argv[1], int(sys.argv[2])
 whole = json.load(open(f"{tmp}/whole/run/run.json"))
 assert len(whole["targets"]["aten"]["findings"]) >= 1, "the campaign has no finding"
 assert "shard_source" not in whole, whole.get("shard_source")
-total = 0
+total = digest = 0
 for i, source in enumerate(["--shard", "SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"]):
     r = json.load(open(f"{tmp}/s{i}/run/run.json"))
     assert r["shard"] == f"{i}/3" and r["shard_source"] == source, (r["shard"], r["shard_source"])
     n = r["targets"]["aten"]["cases"]
     assert n == len(range(i, cases, 3)), (i, n)
     total += n
+    digest += int(r["targets"]["aten"]["iteration_digest"], 16)
 assert total == whole["targets"]["aten"]["cases"] == cases
+# The digests (sums of a 64-bit hash of each iteration run) add up to the
+# whole run's: no iteration missing or run twice.
+assert digest % 2**64 == int(whole["targets"]["aten"]["iteration_digest"], 16), "iteration digests"
 PY
 
 # merge_in DIR RUN_DIRS... : merge from DIR, the shards' corpora given.

@@ -111,6 +111,7 @@ TargetRun sum_target(const std::string& target, const std::vector<const TargetRu
     }
     failures += r->duplicates + static_cast<int64_t>(r->findings.size());
     out.worker_deaths += r->worker_deaths;
+    out.iteration_digest += r->iteration_digest;  // disjoint parts: the whole's sum
     // The merge ran up to where its least advanced part stopped.
     out.next_iteration = r == parts.front() ? r->next_iteration : std::min(out.next_iteration, r->next_iteration);
     out.crash_files.insert(out.crash_files.end(), r->crash_files.begin(), r->crash_files.end());

@@ -1,5 +1,6 @@
 #include "reports/run_summary.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -10,6 +11,13 @@
 namespace sdpa {
 
 namespace {
+
+// 16 hex digits: a JSON reader that holds numbers as doubles keeps it whole.
+std::string digest_text(uint64_t d) {
+  char text[19];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(d));
+  return text;
+}
 
 nlohmann::json finding_entry(const WrittenFinding& w) {
   nlohmann::json j = {{"verdict", w.verdict},     {"check", w.check},
@@ -54,6 +62,7 @@ nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& r
     t["missed_rewrites_by_rule"] = r.missed_rules;
     t["duplicates"] = r.duplicates;
     t["next_iteration"] = r.next_iteration;
+    t["iteration_digest"] = digest_text(r.iteration_digest);
     if (r.worker_deaths) t["worker_deaths"] = r.worker_deaths;
     if (!r.crash_files.empty()) t["crash_files"] = r.crash_files;
     if (!r.variants.empty()) {

@@ -235,6 +235,7 @@ class TargetCampaign {
     CaseResult& r = g.result;
     if (g.died) save_crash(c, r, i);
     r.timing.generate += g.gen_seconds;
+    run_.iteration_digest += case_seed(opt_.seed, run_.target, i);
     add_timing(run_.timing, r.timing);
     ++run_.cases;
     ++run_.verdicts[verdict_name(r.verdict)];

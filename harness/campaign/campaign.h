@@ -91,6 +91,10 @@ struct TargetRun {
   /// The first global iteration not run: `cases` when the shard ran to the
   /// end, earlier when --time, --stop-after or a signal stopped it.
   int64_t next_iteration = 0;
+  /// The sum (mod 2^64) of case_seed over the iterations run: shards of a
+  /// campaign that ran disjoint iterations covering it sum to the digest of
+  /// the campaign run whole, whatever the order.
+  uint64_t iteration_digest = 0;
   std::vector<std::string> crash_files;  // isolated: the saved cases that ended a worker
   Timing timing;
   double seconds = 0.0;

@@ -53,6 +53,7 @@ json target_run_to_json(const TargetRun& r) {
           {"interrupted", r.interrupted},
           {"worker_deaths", r.worker_deaths},
           {"next_iteration", r.next_iteration},
+          {"iteration_digest", r.iteration_digest},
           {"crash_files", r.crash_files},
           {"timing", {r.timing.generate, r.timing.oracle, r.timing.kernels, r.timing.compare}},
           {"seconds", r.seconds}};
@@ -78,6 +79,7 @@ TargetRun target_run_from_json(const json& j, const std::string& source) {
     r.interrupted = j.at("interrupted").get<bool>();
     r.worker_deaths = j.at("worker_deaths").get<int64_t>();
     r.next_iteration = j.at("next_iteration").get<int64_t>();
+    r.iteration_digest = j.at("iteration_digest").get<uint64_t>();
     r.crash_files = j.at("crash_files").get<std::vector<std::string>>();
     const json& t = j.at("timing");
     r.timing = {t.at(0).get<double>(), t.at(1).get<double>(), t.at(2).get<double>(), t.at(3).get<double>()};
