@@ -75,7 +75,6 @@ class TargetCampaign {
       if (opt_.time_limit > 0 && elapsed() >= opt_.time_limit) break;
       if (opt_.stop_after > 0 && static_cast<int64_t>(run_.findings.size()) >= opt_.stop_after) break;
       if (opt_.stop_requested && opt_.stop_requested()) {
-        run_.next_iteration = i;
         if (opt_.checkpoint) checkpoint(i, elapsed());  // resumes at this case, not yet run
         run_.interrupted = true;
         break;

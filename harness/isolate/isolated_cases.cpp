@@ -35,7 +35,6 @@ CaseResult IsolatedCases::result_of(std::variant<nlohmann::json, WorkerDeath> re
   if (auto* j = std::get_if<nlohmann::json>(&reply)) return result_from_json(*j);
   const WorkerDeath& death = std::get<WorkerDeath>(reply);
   died = true;
-  ++deaths_;
   CaseResult r;
   r.verdict = death.verdict;
   Finding f;

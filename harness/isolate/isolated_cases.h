@@ -39,17 +39,12 @@ class IsolatedCases {
   int jobs() const { return pool_.jobs(); }
   int in_flight() const { return pool_.busy(); }
 
-  /// Cases (run or submitted) that ended a worker so far: the workers
-  /// started again, however many run side by side.
-  int64_t deaths() const { return deaths_; }
-
  private:
   CaseResult result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died);
 
   Worker worker_;    // run
   WorkerPool pool_;  // submit and next
   bool last_died_ = false;
-  int64_t deaths_ = 0;
 };
 
 }  // namespace sdpa
