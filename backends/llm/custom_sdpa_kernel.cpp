@@ -49,8 +49,12 @@ struct Arith {
   long double round_pv(long double x) const {
     return exact ? x : round_to(pv_acc, static_cast<float>(x));
   }
+  // Exact: a weight below double's range is 0, as the other exact kernels
+  // and the oracles have it (0 times an inf of V is NaN, not inf).
   long double exp(long double x) const {
-    return exact ? std::exp(x) : std::exp(static_cast<float>(x));
+    if (!exact) return std::exp(static_cast<float>(x));
+    const long double e = std::exp(x);
+    return e < std::numeric_limits<double>::denorm_min() / 2.0L ? 0.0L : e;
   }
 };
 

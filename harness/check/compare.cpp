@@ -14,9 +14,10 @@ bool finite_differs(double a, double b) {
 
 // Fills shape_ok and nonfinite_rows; returns false when values cannot be
 // compared. With a baseline (the original call run naively in the case
-// dtype), a non-finite output equal to the baseline's is the dtype's range,
-// not the kernel's doing: an f32 weight that underflows to 0 meets an inf
-// of V (NaN, where the exact weight gives inf), or a score overflows.
+// dtype): where golden is an inf, a non-finite output equal to the
+// baseline's is the dtype's range, not the kernel's doing (an f32 weight
+// that underflows to 0 meets an inf of V: NaN, where the exact weight gives
+// inf). Where golden is finite, nothing is excused.
 bool structural(const Tensor& out, const Golden& g, Comparison& c, const Tensor* baseline = nullptr) {
   if (out.shape != g.out.shape) {
     c.shape_ok = false;
@@ -26,7 +27,9 @@ bool structural(const Tensor& out, const Golden& g, Comparison& c, const Tensor*
   int64_t ev = out.shape.empty() ? 1 : out.shape.back();
   for (int64_t i = 0; i < out.numel(); ++i) {
     if (!finite_differs(out.data[i], g.out.data[i])) continue;
-    if (baseline && !std::isfinite(out.data[i]) && !finite_differs(out.data[i], baseline->data[i])) continue;
+    if (baseline && std::isinf(g.out.data[i]) && !std::isfinite(out.data[i]) &&
+        !finite_differs(out.data[i], baseline->data[i]))
+      continue;
     if (c.nonfinite_first < 0) c.nonfinite_first = i;
     if (c.nonfinite_rows.empty() || c.nonfinite_rows.back() != i / ev) c.nonfinite_rows.push_back(i / ev);
   }
