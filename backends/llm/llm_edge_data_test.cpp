@@ -128,5 +128,27 @@ TEST(LlmEdgeData, TheUpstreamQueryLengthZeroCrashIsFoundAndShrunk) {
   EXPECT_EQ(s.Hq, 1) << case_summary(w->shrunk);
 }
 
+// Causal, Lq = Lkv = 2, k[1] = NaN: row 0 drops key 1. aten adds the causal
+// -inf to its NaN score (row 0 NaN); custom_sdpa writes -inf over it (row 0
+// is v[0]). Tensor data no guard can see: the declared divergence.
+TEST(LlmEdgeData, ACausallyDroppedNanKeyIsTheDeclaredDivergence) {
+  Case c;
+  c.batch = {SymExpr(1)};
+  c.q_len = c.kv_len = 2;
+  c.is_causal = true;
+  c.data.seed = 3;
+  c.data.special = SpecialData{SpecialValue::nan, "k", SpecialPlace::row, 1};
+  // The special row lands on key bits(3, "special_k", 0) % 2: pick a seed where it is key 1.
+  while (CounterStream(c.data.seed, "special_k").bits(0) % 2 != 1) ++c.data.seed;
+  auto target = fixture().registry.make("llm", {{"guard", "contract"}});
+  CaseResult r = run_case(*target, *fixture().reference, c);
+  ASSERT_EQ(r.verdict, Verdict::known_divergence);
+  EXPECT_NE(r.primary()->detail.find("custom-sdpa-causal-drops-non-finite"), std::string::npos)
+      << r.primary()->detail;
+  c.is_causal = false;  // unmasked: key 1 is kept, both give NaN
+  EXPECT_EQ(run_case(*fixture().registry.make("llm", {{"guard", "contract"}}), *fixture().reference, c).verdict,
+            Verdict::pass);
+}
+
 }  // namespace
 }  // namespace sdpa::llm
