@@ -86,6 +86,21 @@ void add_symbol_classes(const Case& c, std::set<std::string>& out) {
   if (!c.start_pos.is_constant() && c.kv_len == c.start_pos + c.q_len) out.insert("kv=start_pos+Lq");
 }
 
+// Special values and zero-size dims (at the static size or any runtime size).
+void add_data_classes(const Case& c, std::set<std::string>& out) {
+  if (const auto& sp = c.data.special) {
+    out.insert(std::string("special:") + special_value_name(sp->value));
+    out.insert("special-tensor:" + sp->tensor);
+    out.insert(std::string("special-place:") + special_place_name(sp->place));
+  }
+  for (const auto& at : c.runs()) {
+    const ConcreteSizes s = concrete_sizes(c, at);
+    if (s.batch_numel() == 0) out.insert("empty:batch");
+    if (s.Lq == 0) out.insert("empty:Lq");
+    if (s.Lkv == 0) out.insert("empty:Lkv");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> boundary_classes(const Case& c) {
@@ -102,6 +117,7 @@ std::vector<std::string> boundary_classes(const Case& c) {
   add_scale_classes(c, out);
   add_symbol_classes(c, out);
   out.insert(std::string("dist:") + distribution_name(c.data.distribution));
+  add_data_classes(c, out);
   return {out.begin(), out.end()};
 }
 

@@ -66,6 +66,28 @@ TEST(Distribution, DefaultsReachEveryBoundaryClass) {
   EXPECT_LT(r.mean_score_elements, 2500);
 }
 
+TEST(Distribution, NonFiniteAndEmptyCasesOnlyWhereTheSpaceAllowsThemAndRare) {
+  const int n = 5000;
+  Report closed = report(GenPolicy::defaults(), CaseSpace{}, n);
+  for (const auto& [name, count] : closed.counts) {
+    EXPECT_NE(name.rfind("special", 0), 0u) << name;
+    EXPECT_NE(name.rfind("empty", 0), 0u) << name;
+  }
+  CaseSpace open;
+  open.non_finite = open.empty = true;
+  Report r = report(GenPolicy::defaults(), open, n);
+  print("defaults, non-finite and empty", r, n);
+  for (const char* name : {"special:nan", "special:+inf", "special:-inf", "special:overflow", "special:huge",
+                           "special-tensor:q", "special-tensor:k", "special-tensor:v", "special-tensor:mask",
+                           "special-place:elements", "special-place:row", "empty:batch", "empty:Lq", "empty:Lkv"})
+    EXPECT_GT(r.counts[name], 0) << name;
+  int special = 0;
+  for (const char* v : {"special:nan", "special:+inf", "special:-inf", "special:overflow", "special:huge"})
+    special += r.counts[v];
+  EXPECT_GT(special, n * 0.02);  // p_special 0.03
+  EXPECT_LT(special, n * 0.04);
+}
+
 TEST(Distribution, LargeReachesEveryTileEdge) {
   const int n = 5000;
   Report r = report(GenPolicy::large(), CaseSpace{}, n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "generators/draws.h"
 #include "generators/dynamic_gen.h"
@@ -35,6 +36,7 @@ struct CaseDraw {
   StartPosDraw start_pos;
   size_t variant = 0;    // index into CaseSpace::variants
   size_t alignment = 0;  // index into CaseSpace::causal_alignments
+  std::optional<GenPolicy::EmptyDim> empty;
 };
 
 // Caps at one RapidCheck size.
@@ -82,6 +84,61 @@ rc::Gen<size_t> gen_alignment(const CaseSpace& space) {
   return gen::inRange<size_t>(0, space.causal_alignments.size());
 }
 
+// Symbols no size uses any more (after a dim became a constant) are dropped
+// with their runtime values.
+void drop_unused_symbols(Case& c) {
+  std::set<std::string> used;
+  auto add = [&](const SymExpr& e) {
+    for (const auto& s : e.symbols()) used.insert(s);
+  };
+  for (const auto& d : c.batch) add(d);
+  add(c.q_len);
+  add(c.kv_len);
+  add(c.start_pos);
+  if (c.mask)
+    for (const auto& d : c.mask->shape) add(d);
+  for (auto it = c.symbols.begin(); it != c.symbols.end();)
+    if (used.count(it->first)) {
+      ++it;
+    } else {
+      for (auto& at : c.runtime) at.erase(it->first);
+      it = c.symbols.erase(it);
+    }
+  if (c.symbols.empty()) c.runtime.clear();
+}
+
+// A zero-size dim as a boundary value: the first batch dim (one is added
+// when the case has none and the space allows it), Lq or Lkv becomes 0, and the mask dims that
+// followed it. A length tied to start_pos (a KV-cache shape) stays.
+void apply_empty(GenPolicy::EmptyDim d, const CaseSpace& space, Case& c) {
+  using E = GenPolicy::EmptyDim;
+  if (d == E::batch) {
+    if (c.batch.empty() && space.max_batch_rank < 1) return;
+    if (c.batch.empty()) {
+      c.batch.push_back(SymExpr(0));
+    } else {
+      const SymExpr old = c.batch[0];
+      c.batch[0] = 0;
+      if (c.mask) {
+        const size_t rank = c.batch.size() + 3, mrank = c.mask->shape.size();
+        if (mrank == rank && c.mask->shape[0] == old) c.mask->shape[0] = 0;
+      }
+    }
+    drop_unused_symbols(c);
+    return;
+  }
+  if (!c.start_pos.is_constant()) return;
+  SymExpr& len = d == E::q_len ? c.q_len : c.kv_len;
+  const SymExpr old = len;
+  len = 0;
+  c.start_pos = 0;
+  if (c.mask && c.mask->shape.size() >= (d == E::q_len ? 2u : 1u)) {
+    SymExpr& m = d == E::q_len ? c.mask->shape[c.mask->shape.size() - 2] : c.mask->shape.back();
+    if (m == old) m = 0;
+  }
+  drop_unused_symbols(c);
+}
+
 Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpace& space) {
   Case c;
   c.dtype = d.dtype;
@@ -109,6 +166,10 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpac
   if (!space.variants.empty()) c.variant = space.variants[d.variant].first;
   if (c.is_causal && !space.causal_alignments.empty())
     c.causal_alignment = space.causal_alignments[d.alignment];
+  if (d.empty) apply_empty(*d.empty, space, c);
+  // Special values meant for a mask go to k when there is no additive one.
+  if (c.data.special && c.data.special->tensor == "mask" && (!c.mask || c.mask->dtype == DType::b8))
+    c.data.special->tensor = "k";
   return c;
 }
 
@@ -126,12 +187,13 @@ Gen<Case> gen_case(const GenPolicy& p, const CaseSpace& space) {
         gen::set(&CaseDraw::lengths, gen_lengths(p, caps.len)),
         gen::set(&CaseDraw::scale, gen_scale(p)),
         gen::set(&CaseDraw::dropout_p, gen_dropout(p, space)),
-        gen::set(&CaseDraw::data, gen_data(p)),
+        gen::set(&CaseDraw::data, gen_data(p, space)),
         gen::set(&CaseDraw::dynamic, gen_dynamic(p, space, caps.batch_rank, caps.len)),
         gen::set(&CaseDraw::attention, gen_attention(p, space, caps.batch_rank, caps.len)),
         gen::set(&CaseDraw::start_pos, gen_start_pos(p, space, caps.len)),
         gen::set(&CaseDraw::variant, gen_variant(space)),
-        gen::set(&CaseDraw::alignment, gen_alignment(space)));
+        gen::set(&CaseDraw::alignment, gen_alignment(space)),
+        gen::set(&CaseDraw::empty, gen_empty(p, space)));
     return gen::map(draw, [p, caps, space](const CaseDraw& d) { return fit(d, p, caps, space); });
   });
 }

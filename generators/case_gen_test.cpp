@@ -59,6 +59,13 @@ void expect_inside(const Case& c, const CaseSpace& space) {
   EXPECT_TRUE(space.causal || !c.is_causal) << json;
   EXPECT_TRUE(space.explicit_scale || !c.scale) << json;
   EXPECT_LE(c.batch.size(), static_cast<size_t>(space.max_batch_rank)) << json;
+  EXPECT_TRUE(space.non_finite || !c.data.special) << json;
+  if (c.data.special && c.data.special->tensor == "mask")
+    EXPECT_TRUE(c.mask && c.mask->dtype != DType::b8) << json;
+  for (const auto& at : c.runs()) {
+    const ConcreteSizes s = concrete_sizes(c, at);
+    EXPECT_TRUE(space.empty || (s.batch_numel() > 0 && s.Lq > 0 && s.Lkv > 0)) << json;
+  }
   EXPECT_LT(c.data.seed, uint64_t{1} << 53) << json;
   EXPECT_FALSE(c.mask && c.is_causal) << json;
   if (space.causal_only) {
@@ -80,7 +87,10 @@ void expect_inside(const Case& c, const CaseSpace& space) {
 class EveryDrawIsValid : public ::testing::TestWithParam<int> {};
 
 TEST_P(EveryDrawIsValid, AcrossSizes) {
-  const std::vector<CaseSpace> spaces = {CaseSpace{}, restricted_space(), kv_cache_space(), causal_space()};
+  CaseSpace edge = kv_cache_space(), causal_edge = causal_space();
+  edge.non_finite = edge.empty = causal_edge.non_finite = causal_edge.empty = true;
+  const std::vector<CaseSpace> spaces = {CaseSpace{}, restricted_space(), kv_cache_space(), causal_space(),
+                                         edge, causal_edge};
   const CaseSpace& space = spaces[GetParam()];
   for (const GenPolicy& p : {GenPolicy::defaults(), GenPolicy::large()}) {
     auto g = gen_case(p, space);
@@ -90,7 +100,7 @@ TEST_P(EveryDrawIsValid, AcrossSizes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Spaces, EveryDrawIsValid, ::testing::Values(0, 1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Spaces, EveryDrawIsValid, ::testing::Values(0, 1, 2, 3, 4, 5));
 
 TEST(GenCase, RoundTripsThroughJson) {
   auto g = gen_case(GenPolicy::defaults(), kv_cache_space());

@@ -30,6 +30,32 @@ TEST(Shrinking, ReachesTheSmallestCaseThatStillFails) {
   }
 }
 
+// Special values and empty dims shrink away when the failure does not need
+// them, and toward one NaN in q when it needs only a special value.
+TEST(Shrinking, SpecialValuesAndEmptyDimsShrinkTowardFiniteNonEmptyData) {
+  GenPolicy p = GenPolicy::defaults();
+  p.p_special = 0.5;
+  p.p_empty = 0.5;
+  CaseSpace space;
+  space.non_finite = space.empty = true;
+  int tried = 0;
+  for (uint64_t seed = 0; tried < 20; ++seed) {
+    auto s = gen_case(p, space)(rc::Random(seed), 100);
+    const Case& c = s.value();
+    const ConcreteSizes z = first_run(c);
+    if (!c.data.special || c.q_heads < 2 || z.Lq == 0 || z.Lkv == 0 || z.batch_numel() == 0) continue;
+    ++tried;
+    const Case heads = rc::shrinkable::findLocalMin(s, [](const Case& x) { return x.q_heads > 1; }).first;
+    EXPECT_FALSE(heads.data.special) << case_to_json(heads).dump();
+    const Case special = rc::shrinkable::findLocalMin(s, [](const Case& x) { return x.data.special.has_value(); }).first;
+    ASSERT_TRUE(special.data.special);
+    EXPECT_EQ(special.data.special->value, SpecialValue::nan) << case_to_json(special).dump();
+    EXPECT_EQ(special.data.special->tensor, "q") << case_to_json(special).dump();
+    EXPECT_EQ(special.data.special->count, 1) << case_to_json(special).dump();
+    EXPECT_GT(first_run(special).Lq, 0) << case_to_json(special).dump();
+  }
+}
+
 TEST(Shrinking, PredicateOnHeadsAloneShrinksEverythingElse) {
   CaseSpace space;
   space.start_pos = true;

@@ -125,6 +125,26 @@ struct GenPolicy {
                                                  {Distribution::integers, 1},
                                                  {Distribution::large, 1}};
   Weighted<double> magnitude_weights = {{1.0, 6}, {0.01, 1}, {100.0, 1}};
+  /// Special values over the drawn data (CaseSpace::non_finite only):
+  /// rare, and shrinking toward finite data, then NaN in one element of q.
+  double p_special = 0.03;
+  Weighted<SpecialValue> special_value_weights = {{SpecialValue::nan, 3},
+                                                  {SpecialValue::pos_inf, 2},
+                                                  {SpecialValue::neg_inf, 2},
+                                                  {SpecialValue::overflow, 1},
+                                                  {SpecialValue::huge, 1}};
+  /// "mask" falls back to "k" when the case has no additive mask.
+  Weighted<std::string> special_tensor_weights = {{"q", 2}, {"k", 2}, {"v", 2}, {"mask", 1}};
+  Weighted<SpecialPlace> special_place_weights = {{SpecialPlace::elements, 3},
+                                                  {SpecialPlace::row, 1}};
+  Weighted<int64_t> special_count_weights = {{1, 4}, {2, 1}, {3, 1}};
+
+  // Empty tensors (CaseSpace::empty only): a zero-size dim as a boundary
+  // value, rare; shrinks toward no empty dim.
+  double p_empty = 0.02;
+  enum class EmptyDim { batch, q_len, kv_len };
+  Weighted<EmptyDim> empty_dim_weights = {
+      {EmptyDim::kv_len, 1}, {EmptyDim::q_len, 1}, {EmptyDim::batch, 1}};
 
   /// Small cases for fast campaigns: about 1200 score elements
   /// [batch..., Hq, Lq, Lkv] on average over sizes 0..100 (lengths are

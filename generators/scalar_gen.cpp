@@ -87,13 +87,26 @@ SymExpr start_pos_for(const StartPosDraw& d, const Case& c) {
   return std::min(d.offset, room);
 }
 
-Gen<DataSpec> gen_data(const GenPolicy& p) {
+Gen<std::optional<SpecialData>> gen_special(const GenPolicy& p, const CaseSpace& space) {
+  if (!space.non_finite) return gen::just(std::optional<SpecialData>());
+  Gen<SpecialData> special = gen::build<SpecialData>(
+      gen::set(&SpecialData::value, gen_weighted(p.special_value_weights, "GenPolicy.special_value_weights")),
+      gen::set(&SpecialData::tensor, gen_weighted(p.special_tensor_weights, "GenPolicy.special_tensor_weights")),
+      gen::set(&SpecialData::place, gen_weighted(p.special_place_weights, "GenPolicy.special_place_weights")),
+      gen::set(&SpecialData::count, gen_weighted(p.special_count_weights, "GenPolicy.special_count_weights")));
+  return gen::apply(
+      [](bool on, const SpecialData& s) { return on ? std::optional<SpecialData>(s) : std::nullopt; },
+      gen_flag(p.p_special), special);
+}
+
+Gen<DataSpec> gen_data(const GenPolicy& p, const CaseSpace& space) {
   return gen::build<DataSpec>(
       gen::set(&DataSpec::seed, gen_seed()),
       gen::set(&DataSpec::distribution,
                gen_weighted(p.distribution_weights, "GenPolicy.distribution_weights")),
       gen::set(&DataSpec::magnitude,
-               gen_weighted(p.magnitude_weights, "GenPolicy.magnitude_weights")));
+               gen_weighted(p.magnitude_weights, "GenPolicy.magnitude_weights")),
+      gen::set(&DataSpec::special, gen_special(p, space)));
 }
 
 }  // namespace sdpa

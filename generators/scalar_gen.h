@@ -42,7 +42,12 @@ SymExpr start_pos_for(const StartPosDraw& d, const Case& c);
 /// Returns false (and changes nothing) when the draw is not a cache draw.
 bool apply_cache_position(const StartPosDraw& d, int64_t max_len, Case& c);
 
-/// Seed (never shrunk), distribution and magnitude; shrinks toward normal, 1.0.
-rc::Gen<DataSpec> gen_data(const GenPolicy& p);
+/// Seed (never shrunk), distribution, magnitude and, where space.non_finite,
+/// special values with p.p_special; shrinks toward normal, 1.0, no special
+/// values (then NaN, q, one element).
+rc::Gen<DataSpec> gen_data(const GenPolicy& p, const CaseSpace& space);
+
+/// The special values of p (present with p.p_special); never where !space.non_finite.
+rc::Gen<std::optional<SpecialData>> gen_special(const GenPolicy& p, const CaseSpace& space);
 
 }  // namespace sdpa

@@ -103,6 +103,13 @@ Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim) {
       dim, gen_flag(max_head_dim >= 2 ? p.p_value_dim_differs : 0.0), dim);
 }
 
+Gen<std::optional<GenPolicy::EmptyDim>> gen_empty(const GenPolicy& p, const CaseSpace& space) {
+  using E = std::optional<GenPolicy::EmptyDim>;
+  if (!space.empty) return gen::just(E());
+  return gen::apply([](bool on, GenPolicy::EmptyDim d) { return on ? E(d) : E(); }, gen_flag(p.p_empty),
+                    gen_weighted(p.empty_dim_weights, "GenPolicy.empty_dim_weights"));
+}
+
 Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len) {
   using R = GenPolicy::LengthRelation;
   Weighted<R> relations;

@@ -50,6 +50,11 @@ rc::Gen<std::vector<int64_t>> gen_batch(const GenPolicy& p, const CaseSpace& spa
 /// E and Ev in [1, max_head_dim], E != Ev with p.p_value_dim_differs.
 rc::Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim);
 
+/// With p.p_empty where space.empty, the dim gen_case sets to 0 (batch: the
+/// first batch dim, a batch dim added when the case has none); shrinks
+/// toward none.
+rc::Gen<std::optional<GenPolicy::EmptyDim>> gen_empty(const GenPolicy& p, const CaseSpace& space);
+
 /// Lq and Lkv in [1, max_len] in a relation of p.length_relation_weights,
 /// each possibly a tile edge. Shrinks toward Lq = 1 (decode) and Lkv = 1.
 rc::Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len);

@@ -96,10 +96,12 @@ MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
   // lazyProduct: plain dot products in index order, no blocking.
   MatrixL s = query(b, h).lazyProduct(key(b, h).transpose());
   s *= static_cast<long double>(c_.effective_scale());  // once, after the dot product
+  // aten turns bool and causal masks into an additive 0 / -inf and adds it
+  // (convert_boolean_attn_mask): a NaN or +inf score stays NaN where dropped.
   if (c_.is_causal)  // top-left keeps j <= i, bottom-right j <= i + Lkv - Lq
     for (int64_t i = 0; i < s_.Lq; ++i)
       for (int64_t j = 0; j < s_.Lkv; ++j)
-        if (!c_.causal_keeps(i, j, s_.Lq, s_.Lkv)) s(i, j) = kNegInf;
+        if (!c_.causal_keeps(i, j, s_.Lq, s_.Lkv)) s(i, j) += kNegInf;
   if (!t_.mask) return s;
   const Tensor& mask = *t_.mask;
   const int64_t base = mask_base(b, h), si = mask_strides_.end()[-2], sj = mask_strides_.back();
@@ -107,7 +109,7 @@ MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
     for (int64_t j = 0; j < s_.Lkv; ++j) {
       double m = mask.data[base + i * si + j * sj];
       if (mask.dtype == DType::b8) {
-        if (m == 0.0) s(i, j) = kNegInf;  // bool: true keeps
+        if (m == 0.0) s(i, j) += kNegInf;  // bool: true keeps
       } else {
         s(i, j) += m;
       }

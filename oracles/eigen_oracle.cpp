@@ -28,7 +28,13 @@ bool softmax_row(const MatrixL& s, int64_t i, MatrixL& p, long double& max) {
   }
   if (all_masked) return false;
   long double total = 0;
-  for (int64_t j = 0; j < s.cols(); ++j) total += p(i, j) = std::exp(s(i, j) - max);
+  // A weight below double's range is 0, as in aten (f64 and narrower): 0
+  // times an inf of V is NaN, where long double's tiny weight would give inf.
+  constexpr long double kTiny = std::numeric_limits<double>::denorm_min() / 2.0L;
+  for (int64_t j = 0; j < s.cols(); ++j) {
+    const long double w = std::exp(s(i, j) - max);
+    total += p(i, j) = w < kTiny ? 0.0L : w;
+  }
   p.row(i) /= total;
   return true;
 }
@@ -63,9 +69,9 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
       }
       MatrixL out = p.lazyProduct(call.value(b, h));
       double* dst = g.out.data.data() + (b * s.Hq + h) * s.Lq * s.Ev;
+      // A fully masked row has weights 0, and aten still multiplies them
+      // into V (_safe_softmax, then matmul): 0, or NaN where V holds inf or NaN.
       for (int64_t i = 0; i < s.Lq; ++i) {
-        // A fully masked row is 0 even where v holds inf or NaN.
-        if (g.fully_masked[(b * s.Hq + h) * s.Lq + i]) out.row(i).setZero();
         for (int64_t e = 0; e < s.Ev; ++e) dst[i * s.Ev + e] = static_cast<double>(out(i, e));
       }
     }

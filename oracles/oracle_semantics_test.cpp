@@ -111,13 +111,28 @@ TEST_P(OracleSemantics, FullyMaskedBoolRowIsZeroAndFlagged) {
   EXPECT_EQ(g.fully_masked, (std::vector<uint8_t>{1, 0}));
 }
 
-TEST_P(OracleSemantics, FullyMaskedRowIsZeroEvenWithInfiniteValues) {
+// aten: _safe_softmax gives the fully masked row weights 0, and the matmul
+// still multiplies them into V: 0 * inf is NaN there. With V finite it is 0.
+TEST_P(OracleSemantics, FullyMaskedRowMultipliesItsZeroWeightsIntoV) {
   Case c = masked_rows_case(mask_spec(DType::b8, {2, 3}));
   CaseTensors t = masked_rows_tensors(c, {0, 0, 0, 1, 1, 1});
+  EXPECT_EQ(out_at(run(c, t), {0, 0, 0}), 0.0);
   t.v.data[1] = INFINITY;
   Golden g = run(c, t);
-  EXPECT_EQ(out_at(g, {0, 0, 0}), 0.0);
+  EXPECT_TRUE(std::isnan(out_at(g, {0, 0, 0})));
   EXPECT_EQ(out_at(g, {0, 1, 0}), INFINITY);
+  EXPECT_EQ(g.fully_masked, (std::vector<uint8_t>{1, 0}));
+}
+
+// aten adds a bool or causal mask as 0 / -inf: a NaN score at a dropped key
+// stays NaN (NaN + -inf), where writing -inf over it would hide it.
+TEST_P(OracleSemantics, ADroppedKeysNanScoreStaysNan) {
+  Case c = masked_rows_case(mask_spec(DType::b8, {2, 3}));
+  CaseTensors t = masked_rows_tensors(c, {1, 1, 1, 1, 0, 1});
+  t.k.data[1] = std::nan("");
+  Golden g = run(c, t);
+  EXPECT_TRUE(std::isnan(out_at(g, {0, 0, 0})));  // key 1 kept: NaN
+  EXPECT_TRUE(std::isnan(out_at(g, {0, 1, 0})));  // key 1 dropped: still NaN
 }
 
 TEST_P(OracleSemantics, MinFilledRowIsAnOrdinarySoftmax) {

@@ -48,6 +48,12 @@ at::Tensor dropout_factors(const Case& c, at::IntArrayRef shape) {
   return f;
 }
 
+// convert_boolean_attn_mask: keep -> 0, drop -> -inf, added to the scores
+// (so a NaN or +inf score stays NaN where the mask drops it, as in aten).
+at::Tensor additive(const at::Tensor& keep) {
+  return at::zeros(keep.sizes(), at::kDouble).masked_fill_(keep.logical_not(), kNegInf);
+}
+
 void check_shape(const Tensor& t, const SymShape& want, const Assignment& run, const char* what) {
   if (t.shape != eval_shape(want, run))
     reject(std::string(what) + " has shape " + shape_str(t.shape) + ", the case says " +
@@ -69,12 +75,12 @@ Golden torch_golden(const Case& c, const CaseTensors& t, const Assignment& run) 
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).mul_(c.effective_scale());
   if (c.is_causal) {  // tril's diagonal: 0 top-left, Lkv - Lq bottom-right
     const int64_t diagonal = c.causal_alignment == CausalAlignment::top_left ? 0 : s.Lkv - s.Lq;
-    scores.masked_fill_(at::ones({s.Lq, s.Lkv}, at::kBool).tril(diagonal).logical_not(), kNegInf);
+    scores.add_(additive(at::ones({s.Lq, s.Lkv}, at::kBool).tril(diagonal)));
   }
   if (t.mask) {
     const at::Tensor mask = view_of(*t.mask);
     if (t.mask->dtype == DType::b8)
-      scores.masked_fill_(mask.eq(0.0), kNegInf);
+      scores.add_(additive(mask.ne(0.0)));
     else
       scores.add_(mask);
   }
@@ -82,7 +88,8 @@ Golden torch_golden(const Case& c, const CaseTensors& t, const Assignment& run) 
   const at::Tensor fully_masked = scores.eq(kNegInf).all(-1, /*keepdim=*/true);
   at::Tensor attn = at::softmax(scores, -1).masked_fill_(fully_masked, 0.0);
   if (c.dropout_p > 0) attn.mul_(dropout_factors(c, attn.sizes()));
-  const at::Tensor out = at::matmul(attn, v).masked_fill_(fully_masked, 0.0).contiguous();
+  // A fully masked row's zero weights still meet V: 0 * inf is NaN, as in aten.
+  const at::Tensor out = at::matmul(attn, v).contiguous();
 
   Golden g;
   g.out = Tensor(DType::f64, Shape(out.sizes().begin(), out.sizes().end()));

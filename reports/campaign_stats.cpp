@@ -59,6 +59,15 @@ std::vector<std::string> mask_kinds(const Case& c) {
   return out;
 }
 
+std::vector<std::string> data_kinds(const Case& c) {
+  std::vector<std::string> out;
+  const ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
+  if (s.batch_numel() == 0 || s.Lq == 0 || s.Lkv == 0) out.push_back("empty");
+  if (c.data.special) out.push_back(special_value_name(c.data.special->value));
+  if (out.empty()) out.push_back("finite");
+  return out;
+}
+
 CampaignStats::CampaignStats(CaseClassifier classify) : classify_(std::move(classify)) {}
 
 void CampaignStats::add(const std::string& target, const Case& c, const CaseResult& r) {
@@ -82,6 +91,7 @@ void CampaignStats::add(const std::string& target, const Case& c, const CaseResu
   ++t.coverage.head_layouts[head_layout(c)];
   for (const auto& kind : mask_kinds(c)) ++t.coverage.mask_kinds[kind];
   ++t.coverage.dtypes[dtype_name(c.dtype)];
+  for (const auto& kind : data_kinds(c)) ++t.coverage.data[kind];
 }
 
 namespace {
@@ -106,6 +116,7 @@ void coverage_fields(F&& field, C&... c) {
   field("head_layouts", c.head_layouts...);
   field("mask_kinds", c.mask_kinds...);
   field("dtypes", c.dtypes...);
+  field("data", c.data...);
 }
 
 template <class F, class... T>

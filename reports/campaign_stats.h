@@ -42,11 +42,16 @@ std::string head_layout(const Case& c);
 /// "none", "causal", "bool", "additive": is_causal and the attn_mask's
 /// kind; a causal call with a mask has two.
 std::vector<std::string> mask_kinds(const Case& c);
+/// The data classes of Coverage::data a case falls in.
+std::vector<std::string> data_kinds(const Case& c);
 
 struct Coverage {
   /// (Lq bucket, Lkv bucket) at the first runtime size -> cases.
   std::map<std::pair<int, int>, int64_t> lengths;
   std::map<std::string, int64_t> head_layouts, mask_kinds, dtypes;
+  /// The data a case holds (data_kinds): "finite", "nan", "+inf", "-inf",
+  /// "overflow", "huge", and "empty" for a zero-size dim at the first runtime size.
+  std::map<std::string, int64_t> data;
 };
 
 struct TargetStats {

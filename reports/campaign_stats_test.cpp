@@ -76,6 +76,24 @@ TEST(Coverage, HeadLayoutsAndMaskKinds) {
   EXPECT_EQ(mask_kinds(c), std::vector<std::string>{"bool"});
 }
 
+TEST(Coverage, DataKindsNameSpecialValuesAndEmptyDims) {
+  Case c;
+  EXPECT_EQ(data_kinds(c), std::vector<std::string>{"finite"});
+  c.data.special = SpecialData{SpecialValue::pos_inf, "v", SpecialPlace::row, 1};
+  EXPECT_EQ(data_kinds(c), std::vector<std::string>{"+inf"});
+  c.q_len = 0;
+  EXPECT_EQ(data_kinds(c), (std::vector<std::string>{"empty", "+inf"}));
+  c.data.special.reset();
+  c.q_len = 1;
+  c.batch = {SymExpr(0)};
+  EXPECT_EQ(data_kinds(c), std::vector<std::string>{"empty"});
+  CampaignStats stats = stats_with({});
+  stats.add("aten", c, CaseResult{});
+  stats.add("aten", Case{}, CaseResult{});
+  EXPECT_EQ(stats.targets().at("aten").coverage.data.at("empty"), 1);
+  EXPECT_EQ(stats.targets().at("aten").coverage.data.at("finite"), 1);
+}
+
 TEST(CampaignStats, LsbBucketsAreOctavesWithTheUpperEdgeIncluded) {
   EXPECT_EQ(lsb_bucket(0.0), 0);
   EXPECT_EQ(lsb_bucket(0.5), 0);

@@ -207,7 +207,8 @@ std::string coverage_section(const std::vector<TargetRun>& runs, const CampaignS
   std::ostringstream o;
   o << "<section id=\"coverage\">\n<h2>Coverage of the case space</h2>\n"
     << "<p class=\"note\">Lq against Lkv in log2 buckets at each case's first runtime size; head layouts (MHA "
-       "Hq = Hkv, GQA, MQA Hkv = 1); mask kinds (a causal call with an attn_mask counts under both); dtypes.</p>\n";
+       "Hq = Hkv, GQA, MQA Hkv = 1); mask kinds (a causal call with an attn_mask counts under both); dtypes; data (finite, the special "
+       "values written into q, k, v or a mask, and empty: a zero-size dim; a case may count twice).</p>\n";
   std::vector<std::string> dtypes;
   for (DType d : {DType::f64, DType::f32, DType::f16, DType::bf16}) dtypes.push_back(dtype_name(d));
   for (const auto& r : runs) {
@@ -219,6 +220,8 @@ std::string coverage_section(const std::vector<TargetRun>& runs, const CampaignS
       << "<figure><figcaption>mask kinds</figcaption>"
       << category_chart(c.mask_kinds, {"none", "causal", "bool", "additive"}) << "</figure>\n"
       << "<figure><figcaption>dtypes</figcaption>" << category_chart(c.dtypes, dtypes) << "</figure>\n"
+      << "<figure><figcaption>data</figcaption>"
+      << category_chart(c.data, {"finite", "nan", "+inf", "-inf", "overflow", "huge", "empty"}) << "</figure>\n"
       << "</div>\n</div>\n";
   }
   o << "</section>\n";

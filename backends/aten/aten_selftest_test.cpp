@@ -8,6 +8,7 @@
 #include "harness/campaign/campaign.h"
 #include "harness/case/case_validate.h"
 #include "oracles/dual_oracle.h"
+#include "reports/campaign_stats.h"
 #include "reports/run_summary.h"
 
 namespace sdpa::aten {
@@ -54,6 +55,26 @@ TEST(AtenSelfTest, MathDecompositionIsSoundAndAccurate) {
   auto t = f.target();
   TargetRun r = f.campaign(*t, 1000);
   EXPECT_EQ(failures(r), 0) << run_summary_text({r});
+}
+
+// Non-finite data and zero-size dims are drawn (counted in the coverage),
+// and the decomposition on every kernel set stays clean on them.
+TEST(AtenSelfTest, NonFiniteAndEmptyCasesAreDrawnAndClean) {
+  Fixture f;
+  auto t = f.target();
+  GenPolicy p = GenPolicy::defaults();
+  p.p_special = 0.3;
+  p.p_empty = 0.1;
+  CampaignStats stats([](const Case&) { return std::vector<std::string>{}; });
+  CampaignOptions o;
+  o.seed = 20261201;
+  o.cases = 600;
+  o.on_case = stats.collector("aten");
+  TargetRun r = run_target_campaign(*t, *f.reference, [p](const CaseSpace& s) { return gen_case(p, s); }, o);
+  EXPECT_EQ(failures(r), 0) << run_summary_text({r});
+  const Coverage& c = stats.targets().at("aten").coverage;
+  for (const char* kind : {"finite", "nan", "+inf", "-inf", "overflow", "huge", "empty"})
+    EXPECT_GT(c.data.count(kind) ? c.data.at(kind) : 0, 5) << kind;
 }
 
 TEST(AtenSelfTest, SameSeedSameRunJson) {

@@ -79,6 +79,9 @@ class AtenTarget : public Target {
     for (const auto& ks : kernel_sets())
       for (DType t : ks.dtypes)
         if (std::find(s.dtypes.begin(), s.dtypes.end(), t) == s.dtypes.end()) s.dtypes.push_back(t);
+    // The oracles define aten's result for NaN, inf and zero-size dims.
+    s.non_finite = true;
+    s.empty = true;
     return s;
   }
 

@@ -12,7 +12,7 @@ std::vector<Tensor> softmax_without_max(const KernelArgs& a) {
   const Tensor& x = a.tensor(0);
   Tensor r(a.out_dtype(), x.shape);
   int64_t n = x.size(-1);
-  for (int64_t row = 0; row < x.numel() / n; ++row) {
+  for (int64_t row = 0; n > 0 && row < x.numel() / n; ++row) {
     const double* in = x.data.data() + row * n;
     bool all_masked = true;
     float total = 0;

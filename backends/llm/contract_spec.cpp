@@ -107,6 +107,9 @@ std::vector<RuleOutcome> contract_spec(const Case& c, bool assume_causal_mask) {
   std::ostringstream p;
   p << "dropout_p " << c.dropout_p;
   out.push_back({"dropout", c.dropout_p == 0.0, p.str()});
+  // custom_sdpa computes qSlice = (Lq - 1) / min(q_split_size, Lq) + 1: SIGFPE at Lq = 0.
+  out.push_back(sizes.check("query-length", "Lq " + c.q_len.str() + " >= 1", c.q_len, SymExpr(1),
+                            [](int64_t a, int64_t b) { return a >= b; }));
 
   const bool has_mask = c.mask.has_value() && !assume_causal_mask;
   const bool causal = c.is_causal || assume_causal_mask;

@@ -11,7 +11,7 @@
 namespace sdpa::llm {
 
 /// Every contract rule that applies to the call `c`, in the README's order
-/// (rank, dtype, heads, head-dims, dropout, then causal-lengths and
+/// (rank, dtype, heads, head-dims, dropout, query-length, then causal-lengths and
 /// causal-scale for a causal call, unmasked-lengths for an unmasked
 /// non-causal one, mask-shape and mask-dtype for a masked one), each with
 /// its outcome and the sizes compared. A size rule holds only when it holds

@@ -125,8 +125,14 @@ TEST(ContractSpec, DecidesSizeRulesAtEverySizeInRangeNotOnTheHint) {
   EXPECT_NE(rules.back().detail.find("sp = 100000"), std::string::npos) << rules.back().detail;
   c.is_causal = true;
   rules = contract_spec(c, false);
-  EXPECT_EQ(rules[5].rule, "causal-lengths");
-  EXPECT_TRUE(rules[5].passed) << rules[5].detail;
+  EXPECT_EQ(rules[5].rule, "query-length");
+  EXPECT_TRUE(rules[5].passed) << rules[5].detail;  // s0 >= 1 over its range
+  EXPECT_EQ(rules[6].rule, "causal-lengths");
+  EXPECT_TRUE(rules[6].passed) << rules[6].detail;
+  c.symbols["s0"].min = 0;  // Lq = 0 in range: custom_sdpa would divide by zero there
+  rules = contract_spec(c, false);
+  EXPECT_FALSE(rules[5].passed);
+  EXPECT_NE(rules[5].detail.find("s0 = 0"), std::string::npos) << rules[5].detail;
 }
 
 TEST(ContractSpec, SizesToTryEnumeratesSmallBoxesAndCornersOfLargeOnes) {

@@ -4,10 +4,13 @@
 // additive mask shared by batch and heads, GQA head h / (Hq / Hkv), the
 // scale applied after q.k with the causal -inf written first, dropout
 // ignored, a blockwise online softmax (512 keys; 32/64/256 query rows) that
-// skips fully masked blocks but has no zero-sum guard, and f16/bf16 with f32
-// accumulation and P rounded to the activation dtype before P @ V.
+// skips fully masked blocks (still adding 0 * V) but has no zero-sum guard,
+// the unmasked row max that drops a NaN (std::max over the vector lanes),
+// Lq = 0 dividing by qSplitSize = 0, and f16/bf16 with f32 accumulation and
+// P rounded to the activation dtype before P @ V.
 #include "backends/llm/custom_sdpa_kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -46,8 +49,12 @@ struct Arith {
   long double round_pv(long double x) const {
     return exact ? x : round_to(pv_acc, static_cast<float>(x));
   }
+  // Exact: a weight below double's range is 0, as the other exact kernels
+  // and the oracles have it (0 times an inf of V is NaN, not inf).
   long double exp(long double x) const {
-    return exact ? std::exp(x) : std::exp(static_cast<float>(x));
+    if (!exact) return std::exp(static_cast<float>(x));
+    const long double e = std::exp(x);
+    return e < std::numeric_limits<double>::denorm_min() / 2.0L ? 0.0L : e;
   }
 };
 
@@ -57,9 +64,10 @@ struct Shapes {
 
 class FlashAttention {
  public:
-  FlashAttention(const KernelArgs& a, Numerics n, DType pv_acc)
+  FlashAttention(const KernelArgs& a, Numerics n, KernelFault fault)
       : q_(a.tensor(0)), k_(a.tensor(1)), v_(a.tensor(2)), mask_(a.optional_tensor(4)),
-        arith_{n == Numerics::exact, pv_acc}, out_dtype_(a.out_dtype()) {
+        arith_{n == Numerics::exact, fault.pv_accumulation}, nan_to_zero_(fault.nan_to_zero),
+        out_dtype_(a.out_dtype()) {
     start_pos_ = a.integer(3);
     is_causal_ = a.flag(6, false);
     s_ = {q_.size(0), q_.size(1), q_.size(2), q_.size(3), v_.size(1), k_.size(2), v_.size(3)};
@@ -93,10 +101,17 @@ class FlashAttention {
     }
     Tensor out(out_dtype_, q_.shape);  // resized to q.sizes()
     const int64_t q_split = std::min(q_split_size(s_.Lq), s_.Lq);
+    // qSlice = (qSize - 1) / qSplitSize + 1 is computed before any work.
+    if (q_split == 0)
+      fatal("SIGFPE (integer divide by zero): qSlice = (qSize - 1) / qSplitSize + 1 with qSize = 0, "
+            "qSplitSize = min(q_split_size, qSize) = 0");
     for (int64_t b = 0; b < s_.B; ++b)
       for (int64_t h = 0; h < s_.Hq; ++h)
         for (int64_t m = 0; m < s_.Lq; m += q_split)
           block(out, b, h, m, std::min(q_split, s_.Lq - m), kv_size);
+    if (nan_to_zero_)
+      for (double& o : out.data)
+        if (std::isnan(o)) o = 0.0;
     return out;
   }
 
@@ -123,8 +138,6 @@ class FlashAttention {
       const int64_t cols = std::min(kv_split, kv_size - n);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = m + r;
-        long double block_max = kNegInf;
-        bool nan = false;
         for (int64_t c = 0; c < cols; ++c) {
           long double qk = 0;
           for (int64_t e = 0; e < s_.D; ++e)
@@ -134,10 +147,8 @@ class FlashAttention {
           long double xv = arith_.round_acc(qk * static_cast<long double>(scale_));
           if (mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_->size(1) + n + c]);
           x[c] = xv;
-          nan = nan || std::isnan(xv);
-          block_max = std::fmax(block_max, xv);
         }
-        if (nan) block_max = std::numeric_limits<long double>::quiet_NaN();  // vector max propagates NaN
+        const long double block_max = mask_ ? vector_max(x, cols) : fused_max(x, cols);
         update_row(r, cols, x, block_max, n > 0, row_max[r], row_sum[r], &dst[r * s_.Dv], b, n, hk);
       }
     }
@@ -151,11 +162,45 @@ class FlashAttention {
     }
   }
 
+  // With a mask: at::vec::reduce_all over vec::maximum, which propagates NaN.
+  static long double vector_max(const std::vector<long double>& x, int64_t cols) {
+    long double mx = -std::numeric_limits<long double>::infinity();
+    for (int64_t c = 0; c < cols; ++c) {
+      if (std::isnan(x[c])) return x[c];
+      mx = std::max(mx, x[c]);
+    }
+    return mx;
+  }
+
+  // Without a mask: _mul_reduce_max_fusion_kernel. vec::maximum over the
+  // first kVectorLanes * (cols / kVectorLanes) scores propagates NaN, the
+  // tail takes std::max(tmp_max, x) (a NaN x is dropped), and the result is
+  // std::max(tail max, vector max): a NaN vector max is dropped too, so a
+  // NaN in the vector part leaves the tail's max alone.
+  static long double fused_max(const std::vector<long double>& x, int64_t cols) {
+    const int64_t vec_end = kVectorLanes * (cols / kVectorLanes);
+    long double vec_max = -std::numeric_limits<long double>::infinity();
+    for (int64_t c = 0; c < vec_end; ++c)
+      vec_max = std::isnan(vec_max) || std::isnan(x[c]) ? std::numeric_limits<long double>::quiet_NaN()
+                                                        : std::max(vec_max, x[c]);
+    long double tail_max = -std::numeric_limits<long double>::infinity();
+    for (int64_t c = vec_end; c < cols; ++c) tail_max = std::max(tail_max, x[c]);
+    return std::max(tail_max, vec_max);
+  }
+
   void update_row(int64_t r, int64_t cols, std::vector<long double>& x, long double block_max,
                   bool rescale, long double& row_max, long double& row_sum, long double* dst,
                   int64_t b, int64_t n, int64_t hk) {
-    long double m_new = std::isnan(block_max) ? block_max : std::fmax(row_max, block_max);
-    if (m_new == -std::numeric_limits<long double>::infinity()) return;  // fully masked block: skipped
+    // tmp_max = qk_max_data[row] > tmp_max ? qk_max_data[row] : tmp_max
+    const long double m_new = row_max > block_max ? row_max : block_max;
+    if (m_new == -std::numeric_limits<long double>::infinity()) {
+      // A fully masked block: P is zero-filled, max and sum stay, but the
+      // block's P @ V still runs: 0 * V, NaN where V holds inf or NaN.
+      for (int64_t e = 0; e < s_.Dv; ++e)
+        for (int64_t c = 0; c < cols; ++c)
+          dst[e] = arith_.round_pv(dst[e] + 0.0L * static_cast<long double>(v(b, n + c, hk, e)));
+      return;
+    }
     long double exp_tmp = arith_.exp(row_max - m_new);
     long double sum = 0;
     for (int64_t c = 0; c < cols; ++c) {
@@ -177,6 +222,7 @@ class FlashAttention {
   const Tensor &q_, &k_, &v_;
   const Tensor* mask_;
   Arith arith_;
+  bool nan_to_zero_ = false;
   DType out_dtype_;
   int64_t start_pos_ = 0;
   bool is_causal_ = false;
@@ -192,8 +238,8 @@ int64_t q_split_size(int64_t Lq) {
   return 32;
 }
 
-KernelFn custom_sdpa_kernel(Numerics numerics, DType pv_accumulation) {
-  return [numerics, pv_accumulation](const KernelArgs& a) {
+KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault) {
+  return [numerics, fault](const KernelArgs& a) {
     const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
     const Tensor* mask = a.optional_tensor(4);
     if (mask && a.flag(6, false)) recoverable("attn_mask and is_causal cannot be set at the same time");
@@ -201,7 +247,7 @@ KernelFn custom_sdpa_kernel(Numerics numerics, DType pv_accumulation) {
     if (q.dtype == DType::i8)
       throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
     (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
-    return std::vector<Tensor>{FlashAttention(a, numerics, pv_accumulation).run()};
+    return std::vector<Tensor>{FlashAttention(a, numerics, fault).run()};
   };
 }
 

@@ -14,9 +14,18 @@ inline constexpr const char* kCustomSdpaOp = "llama.custom_sdpa.default";
 /// accumulation, P rounded to the activation dtype before P @ V).
 /// Recoverable checks (ET_KERNEL_CHECK) raise KernelError::recoverable,
 /// fatal ones (ET_CHECK_MSG) KernelError::fatal, with the upstream texts.
-/// `pv_accumulation` other than f32 is a deliberately wrong kernel (the
-/// self-tests): P @ V summed in that type instead of f32.
-KernelFn custom_sdpa_kernel(Numerics numerics, DType pv_accumulation = DType::f32);
+/// The deliberately wrong kernels of the self-tests.
+struct KernelFault {
+  DType pv_accumulation = DType::f32;  // other than f32: P @ V summed in that type
+  bool nan_to_zero = false;            // every NaN of the output written as 0
+};
+
+KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault = {});
+
+/// Lanes of at::vec::Vectorized<float> (32 bytes: the default, AVX2 and NEON
+/// builds), which split _mul_reduce_max_fusion_kernel into a vector part
+/// and a scalar tail.
+inline constexpr int64_t kVectorLanes = 8;
 
 /// q_split_size of cpu_flash_attention for a query length: 256, 64 or 32.
 int64_t q_split_size(int64_t Lq);

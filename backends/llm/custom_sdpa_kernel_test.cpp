@@ -183,5 +183,111 @@ TEST(CustomSdpa, Bf16RoundsPBeforePV) {
   EXPECT_EQ(round_to(DType::bf16, run(c, Numerics::exact).data[0]), 0.474609375);
 }
 
+// Lq = Lkv = 520, E = 1, no mask: kv blocks [0, 512) and [512, 520). q = 1,
+// k = 0 but k[3] = NaN, v[j] = j. Every score of block 0 lies in the
+// vector part (512 = 64 * 8 lanes): its NaN max is dropped by std::max, the
+// block looks fully masked and is skipped, and each row averages block 1
+// alone: (512 + ... + 519) / 8 = 515.5, finite where aten gives NaN.
+Call nan_in_first_block(int64_t nan_key) {
+  Call c{bshd(DType::f32, 520, 1, 1, [](int64_t, int64_t, int64_t) { return 1.0; }),
+         bshd(DType::f32, 520, 1, 1, [](int64_t, int64_t, int64_t) { return 0.0; }),
+         bshd(DType::f32, 520, 1, 1, [](int64_t s, int64_t, int64_t) { return static_cast<double>(s); })};
+  c.k.data[nan_key] = std::nan("");
+  return c;
+}
+
+TEST(CustomSdpa, UnmaskedRowMaxDropsANanOfTheVectorLanesSoTheBlockIsSkipped) {
+  for (Numerics n : {Numerics::emulated, Numerics::exact}) {
+    Tensor out = run(nan_in_first_block(3), n);
+    EXPECT_EQ(out.data[0], 515.5);
+    EXPECT_EQ(out.data[519], 515.5);
+  }
+}
+
+TEST(CustomSdpa, AMaskedRowMaxPropagatesTheNan) {
+  Call c = nan_in_first_block(3);
+  c.mask = Tensor(DType::f32, {520, 520});  // all 0: keeps every key
+  Tensor out = run(c);
+  EXPECT_TRUE(std::isnan(out.data[0]));
+  EXPECT_TRUE(std::isnan(out.data[519]));
+}
+
+TEST(CustomSdpa, ANanInTheScalarTailIsDroppedButStillReachesExp) {
+  // 10 keys, one block: lanes 0-7 vector, 8-9 the tail. NaN at key 9: the
+  // max is taken over the others, then exp(NaN - max) makes the sum NaN.
+  Call c{bshd(DType::f32, 10, 1, 1, [](int64_t, int64_t, int64_t) { return 1.0; }),
+         bshd(DType::f32, 10, 1, 1, [](int64_t, int64_t, int64_t) { return 0.0; }),
+         bshd(DType::f32, 10, 1, 1, [](int64_t s, int64_t, int64_t) { return static_cast<double>(s); })};
+  c.k.data[9] = std::nan("");
+  EXPECT_TRUE(std::isnan(run(c).data[0]));
+}
+
+TEST(CustomSdpa, ASkippedBlockStillMultipliesZeroIntoV) {
+  // One query row, 520 keys: the mask drops block 0 ([0, 512)) and keeps
+  // block 1, v[j] = j. Block 0 is skipped, yet its P @ V adds 0 * v: with
+  // v[3] = inf the row is NaN (aten: weight 0 * inf = NaN as well); with v
+  // finite it averages block 1: 515.5.
+  Call c{bshd(DType::f32, 1, 1, 1, [](int64_t, int64_t, int64_t) { return 1.0; }),
+         bshd(DType::f32, 520, 1, 1, [](int64_t, int64_t, int64_t) { return 0.0; }),
+         bshd(DType::f32, 520, 1, 1, [](int64_t s, int64_t, int64_t) { return static_cast<double>(s); })};
+  Tensor mask(DType::f32, {1, 520});
+  for (int64_t j = 0; j < 512; ++j) mask.data[j] = -INFINITY;
+  c.mask = mask;
+  EXPECT_EQ(run(c).data[0], 515.5);
+  c.v.data[3] = INFINITY;
+  EXPECT_TRUE(std::isnan(run(c).data[0]));
+  EXPECT_TRUE(std::isnan(run(c, Numerics::exact).data[0]));
+}
+
+TEST(CustomSdpa, AnInfScoreGivesNanAsInAten) {
+  // k[1] = inf: score +inf is the max, exp(inf - inf) = NaN.
+  Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 2, 1, 1, kf), bshd(DType::f32, 2, 1, 1, vf)};
+  c.k.data[1] = INFINITY;
+  Tensor out = run(c);
+  EXPECT_TRUE(std::isnan(out.data[0]));
+  EXPECT_TRUE(std::isnan(out.data[1]));
+}
+
+TEST(CustomSdpa, QueryLengthZeroDiesDividingByQSplitSize) {
+  Call c{Tensor(DType::f32, {1, 0, 1, 1}), bshd(DType::f32, 3, 1, 1, kf), bshd(DType::f32, 3, 1, 1, vf)};
+  for (bool masked : {false, true}) {
+    if (masked) c.mask = Tensor(DType::f32, {0, 3});
+    try {
+      run(c);
+      ADD_FAILURE() << "no error, masked " << masked;
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.kind, KernelError::Kind::fatal);
+      EXPECT_NE(std::string(e.what()).find("SIGFPE (integer divide by zero)"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CustomSdpa, EmptyBatchAndKeysFollowUpstream) {
+  // B = 0: nothing to compute, an empty output.
+  Call b0{Tensor(DType::f32, {0, 2, 1, 1}), Tensor(DType::f32, {0, 2, 1, 1}), Tensor(DType::f32, {0, 2, 1, 1})};
+  EXPECT_EQ(run(b0).shape, (Shape{0, 2, 1, 1}));
+  // Lkv = 0 with a [Lq, 0] mask: no key block, sum 0, 0 * (1 / 0) = NaN.
+  Call kv0{bshd(DType::f32, 2, 1, 1, qf), Tensor(DType::f32, {1, 0, 1, 1}), Tensor(DType::f32, {1, 0, 1, 1}),
+           Tensor(DType::f32, {2, 0})};
+  Tensor out = run(kv0);
+  EXPECT_TRUE(std::isnan(out.data[0]) && std::isnan(out.data[1]));
+}
+
+TEST(CustomSdpa, TheNanToZeroFaultRewritesNanOutputs) {
+  Tensor q = bshd(DType::f32, 2, 1, 1, qf), k = bshd(DType::f32, 3, 1, 1, kf), v = bshd(DType::f32, 3, 1, 1, vf);
+  Graph g;
+  ValueRef qr = g.placeholder("q", {DType::f32, sym(q.shape)});
+  ValueRef kr = g.placeholder("k", {DType::f32, sym(k.shape)});
+  ValueRef vr = g.placeholder("v", {DType::f32, sym(v.shape)});
+  ValueRef mr = g.placeholder("mask", {DType::f32, {2, 3}});
+  g.outputs = {g.call(kCustomSdpaOp, {qr, kr, vr, int64_t{0}, mr, 0.0, false, None{}}, {}, {{DType::f32, sym(q.shape)}})};
+  KernelSet ks("t");
+  ks.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, {DType::f32, true}));
+  Tensor mask = tensor(DType::f32, {2, 3}, {0, 0, 0, -INFINITY, -INFINITY, -INFINITY});
+  Tensor out = interpret(g, ks, {{"q", q}, {"k", k}, {"v", v}, {"mask", mask}}, {}).outputs[0];
+  EXPECT_TRUE(std::isfinite(out.data[0]));
+  EXPECT_EQ(out.data[1], 0.0);  // upstream: NaN (FullyMaskedRowIsNan)
+}
+
 }  // namespace
 }  // namespace sdpa::llm

@@ -168,6 +168,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Weakening{"rank", in_class("rank")}, Weakening{"dtype", in_class("dtype")},
         Weakening{"head-dims", in_class("head-dims")}, Weakening{"dropout", in_class("dropout")},
+        Weakening{"query-length", in_class("query-length")},
         Weakening{"causal-lengths", in_class("causal-lengths")},
         Weakening{"causal-scale", in_class("causal-scale")},
         Weakening{"unmasked-lengths", in_class("unmasked-lengths")},

@@ -1,5 +1,7 @@
 #include "backends/llm/llm_target.h"
 
+#include <cmath>
+
 #include "backends/common/libtorch_kernels.h"
 #include "backends/common/sdpa_entry.h"
 #include "backends/llm/contract_spec.h"
@@ -12,17 +14,49 @@ namespace sdpa::llm {
 namespace {
 
 constexpr const char* kFullyMaskedNan = "custom-sdpa-fully-masked-nan";
+constexpr const char* kCausalOverwrite = "custom-sdpa-causal-drops-non-finite";
+
+// Query row `row` of [B, Hq, Lq] under a causal call: its scores q.k * scale
+// at the kept keys (j <= i, the pass's start_pos 0) hold no NaN or +inf,
+// and a dropped key's score does, or its V holds inf or NaN. aten adds the
+// causal -inf (NaN + -inf and inf + -inf are NaN) and multiplies the zero
+// weight into V (0 * inf is NaN): the row is NaN. custom_sdpa writes -inf
+// over q.k before the scale (§1.8) and reads no key past start_pos + Lq
+// (§1.5), so the row can keep a finite value.
+bool causal_drop_explains(const Case& c, const CaseTensors& t, int64_t row) {
+  if (t.q.shape.size() != 4 || t.k.shape.size() != 4 || t.v.shape.size() != 4) return false;
+  const int64_t Hq = t.q.shape[1], Lq = t.q.shape[2], E = t.q.shape[3];
+  const int64_t Hkv = t.k.shape[1], Lkv = t.k.shape[2], Ev = t.v.shape[3];
+  const int64_t b = row / (Hq * Lq), h = (row / Lq) % Hq, i = row % Lq;
+  const int64_t hk = Hkv == Hq ? h : (Hkv == 1 ? 0 : h / (Hq / Hkv));
+  bool kept_ok = true, dropped_bad = false;
+  for (int64_t j = 0; j < Lkv; ++j) {
+    long double x = 0;
+    for (int64_t e = 0; e < E; ++e)
+      x += static_cast<long double>(t.q.data[((b * Hq + h) * Lq + i) * E + e]) *
+           t.k.data[((b * Hkv + hk) * Lkv + j) * E + e];
+    x *= static_cast<long double>(c.effective_scale());
+    bool bad = std::isnan(x) || x == INFINITY;
+    if (j <= i) {
+      kept_ok = kept_ok && !bad;
+      continue;
+    }
+    for (int64_t e = 0; e < Ev; ++e) bad = bad || !std::isfinite(t.v.data[((b * Hkv + hk) * Lkv + j) * Ev + e]);
+    dropped_bad = dropped_bad || bad;
+  }
+  return kept_ok && dropped_bad;
+}
 
 // ATen ops from LibTorch, llama.custom_sdpa from the model, and a kept aten
 // SDPA as ExecuTorch lowers it: its math decomposition on portable kernels
 // (f32 op-math, current PyTorch semantics).
-KernelSet custom_ops_kernels(DType pv_accumulation) {
+KernelSet custom_ops_kernels(KernelFault fault) {
   KernelSet k("custom_ops");
   const KernelSet& aten = libtorch_kernels();
   for (const auto& op : aten.ops()) k.add(op, *aten.find(op));
   KernelSet portable = make_reference_kernels("portable", Numerics::emulated);
   k.add(kSdpaOp, *portable.find(kSdpaOp));
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, pv_accumulation));
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, fault));
   return k;
 }
 
@@ -36,10 +70,11 @@ KernelNumerics custom_ops_numerics(const Case& c, const Graph& g) {
   return KernelNumerics::floating({c.dtype, DType::f32, DType::f32, DType::f32, c.dtype, false});
 }
 
-// The self-test kernel mutants: option value -> P @ V accumulation type.
-const std::map<std::string, DType>& kernel_mutants() {
-  static const std::map<std::string, DType> m = {{"none", DType::f32},
-                                                 {"pv-bf16-accumulation", DType::bf16}};
+// The self-test kernel mutants: option value -> the fault.
+const std::map<std::string, KernelFault>& kernel_mutants() {
+  static const std::map<std::string, KernelFault> m = {{"none", {}},
+                                                       {"pv-bf16-accumulation", {DType::bf16, false}},
+                                                       {"nan-to-zero", {DType::f32, true}}};
   return m;
 }
 
@@ -84,6 +119,8 @@ class LlmTarget : public Target {
     s.batch_rank_weights = {1, 8, 1};  // mostly rank 4; rank 3 and 5 for the rank guard
     // assume_causal_mask promises a causal call: cases outside it are not drawn.
     s.causal_only = options_.at("assume_causal_mask") == "true";
+    s.non_finite = true;  // the model follows op_sdpa_impl.h on NaN and inf (§1.11)
+    s.empty = true;       // and on zero-size dims (Lq 0: SIGFPE)
     return s;
   }
 
@@ -106,15 +143,25 @@ class LlmTarget : public Target {
   std::vector<DeclaredDivergence> divergences() const override {
     return {{kFullyMaskedNan,
              "custom_sdpa gives NaN for a query row whose every key is masked (no zero-sum "
-             "guard: 0 * 1/0); aten gives 0. Masks are runtime data, so no guard can rule it out."}};
+             "guard: 0 * 1/0); aten gives 0. Masks are runtime data, so no guard can rule it out."},
+            {kCausalOverwrite,
+             "custom_sdpa writes the causal -inf over q.k and reads no key past start_pos + Lq, so a "
+             "NaN or +inf score, or an inf or NaN in V, at a causally dropped key does not reach the "
+             "row; aten adds -inf and multiplies the zero weight into V: NaN. Tensor data is runtime "
+             "data, so no guard can rule it out."}};
   }
 
-  std::optional<std::string> explains_nan(const Case&, const CaseTensors&, const Golden& g,
+  std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
                                           const std::vector<int64_t>& rows,
                                           const std::string& kernel_set) const override {
-    for (int64_t r : rows)
-      if (!g.fully_masked.at(static_cast<size_t>(r))) return std::nullopt;
-    return std::string(kFullyMaskedNan);
+    bool all_masked = true;
+    const bool causal = c.is_causal || options_.at("assume_causal_mask") == "true";
+    for (int64_t r : rows) {
+      const bool masked = g.fully_masked.at(static_cast<size_t>(r));
+      if (!masked && !(causal && causal_drop_explains(c, t, r))) return std::nullopt;
+      all_masked = all_masked && masked;
+    }
+    return std::string(all_masked ? kFullyMaskedNan : kCausalOverwrite);
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
@@ -161,8 +208,9 @@ class LlmFactory : public TargetFactory {
             {"assume_causal_mask", {"false", "true"}, "false",
              "drop the mask and set is_causal (the pass's constructor argument)"},
             {"weaken", weaken, "none", "switch off one contract rule (self-tests)"},
-            {"kernel_mutant", {"none", "pv-bf16-accumulation"}, "none",
-             "a deliberately wrong custom_sdpa: P @ V summed in bf16 instead of f32 (self-tests)"},
+            {"kernel_mutant", {"none", "pv-bf16-accumulation", "nan-to-zero"}, "none",
+             "a deliberately wrong custom_sdpa: P @ V summed in bf16 instead of f32, or every NaN "
+             "of its output written as 0 (self-tests)"},
             {"miseval", {"none", "causal-lengths", "unmasked-lengths"}, "none",
              "evaluate one contract rule wrongly: causal-lengths as Lq <= Lkv + 1, unmasked-lengths "
              "as Lq <= Lkv (self-tests)"}};
@@ -178,6 +226,8 @@ class LlmFactory : public TargetFactory {
     }
     out.push_back({"pv-bf16-accumulation", {{"kernel_mutant", "pv-bf16-accumulation"}},
                    "custom_sdpa sums P @ V in bf16 (upstream: f32)"});
+    out.push_back({"nan-to-zero", {{"kernel_mutant", "nan-to-zero"}},
+                   "custom_sdpa writes every NaN of its output as 0 (upstream: NaN propagates)"});
     out.push_back({"miseval-causal-lengths", {{"guard", "contract"}, {"miseval", "causal-lengths"}},
                    "the contract guard testing causal-lengths as Lq <= Lkv + 1"});
     out.push_back({"miseval-unmasked-lengths", {{"guard", "contract"}, {"miseval", "unmasked-lengths"}},

@@ -17,6 +17,7 @@ const std::vector<std::pair<ContractRule, std::string>>& contract_rules() {
       {ContractRule::heads, "heads"},
       {ContractRule::head_dims, "head-dims"},
       {ContractRule::dropout, "dropout"},
+      {ContractRule::query_length, "query-length"},
       {ContractRule::causal_lengths, "causal-lengths"},
       {ContractRule::causal_scale, "causal-scale"},
       {ContractRule::unmasked_lengths, "unmasked-lengths"},
@@ -263,6 +264,8 @@ Decision ReplaceSdpaWithCustomSdpaPass::contract_guard(const Graph& g, const Nod
        "E " + q.shape.back().str() + ", Ev " + v.shape.back().str());
   rule(ContractRule::dropout, call.dropout_p == 0.0, "dropout_p " + std::to_string(call.dropout_p));
   const SymExpr lq = q.shape[q.shape.size() - 2], lkv = k.shape[k.shape.size() - 2];
+  rule(ContractRule::query_length, fact(lq, Rel::ge, SymExpr(1), ContractRule::query_length),
+       "Lq " + lq.str() + " >= 1");
   if (is_causal) {
     // Self-test: mis-evaluated as Lq <= Lkv + 1 (off by one).
     const SymExpr bound = config_.misevaluated == ContractRule::causal_lengths ? lkv + SymExpr(1) : lkv;

@@ -22,6 +22,7 @@ enum class ContractRule {
   heads,               // Hq == Hkv, or enable_gqa with Hq % Hkv == 0, or Hkv == 1
   head_dims,           // E == Ev
   dropout,             // dropout_p == 0: the kernel ignores dropout
+  query_length,        // Lq >= 1: at Lq = 0 the kernel divides by qSplitSize = 0 (SIGFPE)
   causal_lengths,      // causal: Lq <= Lkv, so start_pos 0 aligns top-left
   causal_scale,        // causal: scale > 0, or the -inf fill times scale is NaN/+inf
   unmasked_lengths,    // unmasked, non-causal: Lq == Lkv, or keys past Lq are cut

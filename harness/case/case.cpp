@@ -32,6 +32,12 @@ const std::pair<Distribution, const char*> kDistributions[] = {
     {Distribution::integers, "integers"}, {Distribution::large, "large"}};
 const std::pair<CausalAlignment, const char*> kAlignments[] = {
     {CausalAlignment::top_left, "top-left"}, {CausalAlignment::bottom_right, "bottom-right"}};
+const std::pair<SpecialValue, const char*> kSpecialValues[] = {
+    {SpecialValue::nan, "nan"},           {SpecialValue::pos_inf, "+inf"},
+    {SpecialValue::neg_inf, "-inf"},      {SpecialValue::overflow, "overflow"},
+    {SpecialValue::huge, "huge"}};
+const std::pair<SpecialPlace, const char*> kSpecialPlaces[] = {
+    {SpecialPlace::elements, "elements"}, {SpecialPlace::row, "row"}};
 
 }  // namespace
 
@@ -48,6 +54,14 @@ std::optional<Distribution> parse_distribution(const std::string& s) {
 const char* alignment_name(CausalAlignment a) { return name_of(a, kAlignments); }
 std::optional<CausalAlignment> parse_alignment(const std::string& s) {
   return parse_named(s, kAlignments);
+}
+const char* special_value_name(SpecialValue v) { return name_of(v, kSpecialValues); }
+const char* special_place_name(SpecialPlace p) { return name_of(p, kSpecialPlaces); }
+std::optional<SpecialValue> parse_special_value(const std::string& s) {
+  return parse_named(s, kSpecialValues);
+}
+std::optional<SpecialPlace> parse_special_place(const std::string& s) {
+  return parse_named(s, kSpecialPlaces);
 }
 
 bool Case::causal_keeps(int64_t i, int64_t j, int64_t Lq, int64_t Lkv) const {
@@ -124,6 +138,9 @@ std::string case_summary(const Case& c) {
     o << " mask=" << dtype_name(c.mask->dtype) << shape_str(c.mask->shape) << ":"
       << pattern_name(c.mask->pattern);
   o << " data=" << distribution_name(c.data.distribution);
+  if (const auto& sp = c.data.special)
+    o << "+" << special_value_name(sp->value) << ":" << sp->tensor << ":" << special_place_name(sp->place)
+      << "x" << sp->count;
   if (!c.variant.empty()) o << " variant=" << c.variant;
   return o.str();
 }

@@ -16,6 +16,14 @@ enum class Layout { bhsd, bshd };
 enum class MaskPattern { random, causal, window, padding, full_row, keep_all };
 enum class MaskFill { neg_inf, min, neg_1e4 };
 enum class Distribution { normal, uniform, integers, large };
+/// A non-finite or range-edge value written over drawn data: NaN, +inf,
+/// -inf, `overflow` (just past the case dtype's largest finite value, so the
+/// input rounds to inf: only in f16/bf16 for values f32 holds) or `huge`
+/// (65504, the largest f16: finite in every dtype, q.k overflows in f16).
+enum class SpecialValue { nan, pos_inf, neg_inf, overflow, huge };
+/// Where: `elements` (count elements at hashed indices) or `row` (count
+/// whole rows of the last dim: one position of q, k or v, one mask row).
+enum class SpecialPlace { elements, row };
 /// Where a causal mask sits when Lq != Lkv: top-left keeps j <= i (aten,
 /// efficient, cuDNN), bottom-right keeps j <= i + Lkv - Lq (a direct flash call).
 enum class CausalAlignment { top_left, bottom_right };
@@ -25,11 +33,15 @@ const char* pattern_name(MaskPattern p);
 const char* fill_name(MaskFill f);
 const char* distribution_name(Distribution d);
 const char* alignment_name(CausalAlignment a);
+const char* special_value_name(SpecialValue v);
+const char* special_place_name(SpecialPlace p);
 std::optional<Layout> parse_layout(const std::string& s);
 std::optional<MaskPattern> parse_pattern(const std::string& s);
 std::optional<MaskFill> parse_fill(const std::string& s);
 std::optional<Distribution> parse_distribution(const std::string& s);
 std::optional<CausalAlignment> parse_alignment(const std::string& s);
+std::optional<SpecialValue> parse_special_value(const std::string& s);
+std::optional<SpecialPlace> parse_special_place(const std::string& s);
 
 struct MaskSpec {
   DType dtype = DType::b8;  // b8, f32, f16 or bf16
@@ -39,10 +51,21 @@ struct MaskSpec {
   MaskFill fill = MaskFill::neg_inf;  // additive masks only
 };
 
+/// Special values written into one tensor after its data is drawn
+/// (README, "Tensor data"): which elements comes from the stream
+/// "special_<tensor>", so every element stays a pure function of the seed.
+struct SpecialData {
+  SpecialValue value = SpecialValue::nan;
+  std::string tensor = "q";  // "q", "k", "v" or "mask" (an additive mask only)
+  SpecialPlace place = SpecialPlace::elements;
+  int64_t count = 1;         // elements or rows, >= 1
+};
+
 struct DataSpec {
   uint64_t seed = 0;
   Distribution distribution = Distribution::normal;
   double magnitude = 1.0;
+  std::optional<SpecialData> special;  // none: finite data only
 };
 
 struct Case {

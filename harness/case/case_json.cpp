@@ -138,6 +138,11 @@ json case_to_json(const Case& c) {
   j["data"] = {{"seed", c.data.seed},
                {"distribution", distribution_name(c.data.distribution)},
                {"magnitude", c.data.magnitude}};
+  if (const auto& sp = c.data.special)
+    j["data"]["special"] = {{"value", special_value_name(sp->value)},
+                            {"tensor", sp->tensor},
+                            {"place", special_place_name(sp->place)},
+                            {"count", sp->count}};
   if (!c.variant.empty()) j["variant"] = c.variant;
   return j;
 }
@@ -178,6 +183,16 @@ Case case_from_json(const json& j, const std::string& path) {
   c.data.distribution = enum_field<Distribution>(d, "distribution", parse_distribution,
                                                  "normal, uniform, integers, large");
   c.data.magnitude = d.number("magnitude");
+  if (const json* sp = d.find("special"); sp && !sp->is_null()) {
+    JsonObject so(*sp, d.field("special"));
+    SpecialData s;
+    s.value = enum_field<SpecialValue>(so, "value", parse_special_value, "nan, +inf, -inf, overflow, huge");
+    s.tensor = so.str("tensor");
+    s.place = enum_field<SpecialPlace>(so, "place", parse_special_place, "elements, row");
+    s.count = so.integer("count");
+    so.reject_unknown();
+    c.data.special = s;
+  }
   d.reject_unknown();
   if (o.find("variant")) c.variant = o.str("variant");
   o.reject_unknown();

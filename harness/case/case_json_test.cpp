@@ -50,6 +50,30 @@ TEST(CaseJson, MaskRoundTrips) {
   EXPECT_EQ(case_to_json(case_from_json(case_to_json(c))), case_to_json(c));
 }
 
+TEST(CaseJson, SpecialDataRoundTripsAndBadFieldsAreNamed) {
+  nlohmann::json j = example_case();
+  j["data"]["special"] = {{"value", "-inf"}, {"tensor", "v"}, {"place", "row"}, {"count", 2}};
+  Case c = case_from_json(j);
+  validate_case(c);
+  ASSERT_TRUE(c.data.special);
+  EXPECT_EQ(c.data.special->value, SpecialValue::neg_inf);
+  EXPECT_EQ(c.data.special->place, SpecialPlace::row);
+  EXPECT_EQ(case_to_json(case_from_json(case_to_json(c))), case_to_json(c));
+  EXPECT_FALSE(case_to_json(case_from_json(example_case()))["data"].contains("special"));
+  j["data"]["special"]["value"] = "NaN";
+  EXPECT_NE(error_of(j).find("case.data.special.value: expected one of nan, +inf, -inf, overflow, huge"),
+            std::string::npos);
+  j["data"]["special"]["value"] = "nan";
+  j["data"]["special"]["tensor"] = "mask";
+  EXPECT_NE(error_of(j).find("case.data.special.tensor: \"mask\" needs an additive (float) mask"),
+            std::string::npos);
+  j["data"]["special"]["tensor"] = "out";
+  EXPECT_NE(error_of(j).find("case.data.special.tensor: expected one of q, k, v, mask"), std::string::npos);
+  j["data"]["special"]["tensor"] = "q";
+  j["data"]["special"]["count"] = 0;
+  EXPECT_NE(error_of(j).find("case.data.special.count: expected an integer in [1, 64]"), std::string::npos);
+}
+
 TEST(CaseJson, UnknownFieldIsAnErrorNamingIt) {
   nlohmann::json j = example_case();
   j["q_head"] = 4;

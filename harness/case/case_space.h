@@ -23,6 +23,12 @@ struct CaseSpace {
   bool distinct_value_dim = true;  // E != Ev (else Ev = E)
   bool causal = true;              // is_causal
   bool explicit_scale = true;      // a scale argument (else the default 1/sqrt(E))
+  /// Non-finite data (NaN, +-inf, range-edge values in q, k, v, masks):
+  /// only where every kernel model of the target follows its upstream on it.
+  bool non_finite = false;
+  /// Zero-size dims (batch 0, Lq 0, Lkv 0) where aten accepts them: only
+  /// where the target's models follow their upstream on empty tensors.
+  bool empty = false;
   int max_batch_rank = 2;
   /// Weight of each batch rank (index = rank) when the entry form prefers
   /// some ranks (a 4-D [B, H, L, D] op); empty: the generation policy's.

@@ -10,6 +10,8 @@
 namespace sdpa {
 namespace {
 
+constexpr int64_t kMaxSpecialCount = 64;  // special elements or rows of one tensor
+
 class Validator {
  public:
   Validator(const Case& c, const SizeLimits& l, std::string path)
@@ -116,7 +118,19 @@ class Validator {
       fail("causal_alignment", "bottom-right is the alignment of a causal mask: it needs is_causal=true");
     if (!(c_.data.magnitude > 0 && std::isfinite(c_.data.magnitude)))
       fail("data.magnitude", "expected a positive finite number");
+    if (c_.data.special) check_special(*c_.data.special);
     if (c_.mask) check_mask_static(*c_.mask);
+  }
+
+  void check_special(const SpecialData& s) {
+    const std::string& t = s.tensor;
+    if (t != "q" && t != "k" && t != "v" && t != "mask")
+      fail("data.special.tensor", "expected one of q, k, v, mask, got \"" + t + "\"");
+    if (t == "mask" && (!c_.mask || c_.mask->dtype == DType::b8))
+      fail("data.special.tensor", "\"mask\" needs an additive (float) mask: a bool mask holds no NaN or inf");
+    if (s.count < 1 || s.count > kMaxSpecialCount)
+      fail("data.special.count", "expected an integer in [1, " + std::to_string(kMaxSpecialCount) + "], got " +
+                                     std::to_string(s.count));
   }
 
   void check_mask_static(const MaskSpec& m) {
@@ -186,10 +200,11 @@ class Validator {
 
   void check_run(const Assignment& a, const std::string& at) {
     ConcreteSizes s = concrete_sizes(c_, a);
+    // Zero-size dims are calls aten takes (an empty output, or zeros for Lkv 0).
     for (size_t i = 0; i < s.batch.size(); ++i)
-      if (s.batch[i] < 1) fail("batch[" + std::to_string(i) + "]", at + "must be >= 1");
-    if (s.Lq < 1) fail("q_len", at + "must be >= 1, got " + std::to_string(s.Lq));
-    if (s.Lkv < 1) fail("kv_len", at + "must be >= 1, got " + std::to_string(s.Lkv));
+      if (s.batch[i] < 0) fail("batch[" + std::to_string(i) + "]", at + "must be >= 0");
+    if (s.Lq < 0) fail("q_len", at + "must be >= 0, got " + std::to_string(s.Lq));
+    if (s.Lkv < 0) fail("kv_len", at + "must be >= 0, got " + std::to_string(s.Lkv));
     if (s.start_pos < 0) fail("start_pos", at + "must be >= 0");
     for (int64_t d : {s.Lq, s.Lkv, s.start_pos})
       if (d > limits_.max_dim)

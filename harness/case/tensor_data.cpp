@@ -1,5 +1,6 @@
 #include "harness/case/tensor_data.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace sdpa {
@@ -50,11 +51,43 @@ double draw(const CounterStream& s, Distribution d, double magnitude, uint64_t i
 
 }  // namespace
 
+double special_value(SpecialValue v, DType dtype) {
+  switch (v) {
+    case SpecialValue::nan: return std::nan("");
+    case SpecialValue::pos_inf: return INFINITY;
+    case SpecialValue::neg_inf: return -INFINITY;
+    // Past the largest finite value by an ulp, so rounding gives inf; f64
+    // has nothing past it but inf.
+    case SpecialValue::overflow: return dtype == DType::f64 ? INFINITY : lowest(dtype) * -1.0 + ulp(dtype, -lowest(dtype));
+    case SpecialValue::huge: return 65504.0;
+  }
+  return 0.0;
+}
+
+void apply_special(const Case& c, const std::string& name, Tensor& t) {
+  const auto& sp = c.data.special;
+  if (!sp || sp->tensor != name || t.numel() == 0) return;
+  const CounterStream s(c.data.seed, "special_" + name);
+  const double value = round_to(t.dtype, special_value(sp->value, t.dtype));
+  const int64_t width = t.shape.empty() ? 1 : std::max<int64_t>(1, t.shape.back());
+  const int64_t rows = t.numel() / width;
+  for (int64_t n = 0; n < sp->count; ++n) {
+    const uint64_t b = s.bits(static_cast<uint64_t>(n));
+    if (sp->place == SpecialPlace::elements) {
+      t.data[b % static_cast<uint64_t>(t.numel())] = value;
+    } else {
+      const int64_t row = static_cast<int64_t>(b % static_cast<uint64_t>(rows));
+      std::fill(t.data.begin() + row * width, t.data.begin() + (row + 1) * width, value);
+    }
+  }
+}
+
 Tensor make_input(const Case& c, const std::string& name, const Shape& bhsd_shape) {
   Tensor t(c.dtype == DType::i8 ? DType::f32 : c.dtype, bhsd_shape);
   CounterStream s(c.data.seed, name);
   for (int64_t i = 0; i < t.numel(); ++i)
     t.data[i] = round_to(t.dtype, draw(s, c.data.distribution, c.data.magnitude, i));
+  apply_special(c, name, t);
   return t;
 }
 
@@ -63,6 +96,7 @@ Tensor swap_heads_and_seq(const Tensor& t) {
   int64_t r = t.dim();
   std::swap(out.shape[r - 3], out.shape[r - 2]);
   int64_t A = t.shape[r - 3], B = t.shape[r - 2], D = t.shape[r - 1];
+  if (t.numel() == 0) return out;  // a zero-size dim: nothing to move
   int64_t outer = t.numel() / (A * B * D);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t a = 0; a < A; ++a)
@@ -101,6 +135,7 @@ double dropped_value(const MaskSpec& m) {
 Tensor make_mask(const Case& c, const Shape& shape) {
   const MaskSpec& m = *c.mask;
   Tensor t(m.dtype, shape);
+  if (t.numel() == 0) return t;
   int64_t cols = shape.back();
   int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
   CounterStream s(c.data.seed, "mask");
@@ -117,6 +152,7 @@ Tensor make_mask(const Case& c, const Shape& shape) {
     bool kept = i != empty_row && pattern_keeps(m, s, static_cast<uint64_t>(flat), i, j);
     t.data[flat] = kept ? keep : drop;
   }
+  if (!is_bool) apply_special(c, "mask", t);
   return t;
 }
 

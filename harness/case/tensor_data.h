@@ -39,6 +39,15 @@ CaseTensors make_case_tensors(const Case& c, const Assignment& at);
 /// distribution, rounded to the case dtype.
 Tensor make_input(const Case& c, const std::string& name, const Shape& bhsd_shape);
 
+/// The value data.special writes in a tensor of `dtype` (before rounding).
+double special_value(SpecialValue v, DType dtype);
+
+/// Writes the case's special values over tensor `name` (q, k, v or mask)
+/// when data.special names it: `count` elements at flat indices
+/// bits(seed, "special_<name>", n) % numel, or `count` rows of the last dim
+/// at bits(...) % rows; then rounds them to the tensor's dtype.
+void apply_special(const Case& c, const std::string& name, Tensor& t);
+
 /// The mask the case describes, at concrete shape `shape`.
 Tensor make_mask(const Case& c, const Shape& shape);
 

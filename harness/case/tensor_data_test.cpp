@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 namespace sdpa {
 namespace {
@@ -99,6 +100,56 @@ TEST(TensorData, DropoutKeepsAboutOneMinusP) {
   int kept = 0;
   for (int i = 0; i < 10000; ++i) kept += dropout_keep(s, i, 0.25);
   EXPECT_NEAR(kept / 10000.0, 0.75, 0.02);
+}
+
+TEST(SpecialData, ElementsAndRowsLandWhereTheStreamSays) {
+  Case c = small_case();
+  const Shape shape{2, 2, 4, 5};
+  Tensor plain = make_input(c, "k", shape);
+  c.data.special = SpecialData{SpecialValue::nan, "k", SpecialPlace::elements, 2};
+  Tensor t = make_input(c, "k", shape);
+  const CounterStream s(c.data.seed, "special_k");
+  std::set<int64_t> at{static_cast<int64_t>(s.bits(0) % 80), static_cast<int64_t>(s.bits(1) % 80)};
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (at.count(i)) EXPECT_TRUE(std::isnan(t.data[i])) << i;
+    else EXPECT_EQ(t.data[i], plain.data[i]) << i;
+  // Other tensors keep their data.
+  EXPECT_EQ(make_input(c, "q", {2, 2, 3, 5}).data, make_input(small_case(), "q", {2, 2, 3, 5}).data);
+
+  c.data.special = SpecialData{SpecialValue::neg_inf, "k", SpecialPlace::row, 1};
+  t = make_input(c, "k", shape);
+  const int64_t row = static_cast<int64_t>(s.bits(0) % 16);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (i / 5 == row) EXPECT_EQ(t.data[i], -INFINITY) << i;
+    else EXPECT_EQ(t.data[i], plain.data[i]) << i;
+}
+
+TEST(SpecialData, OverflowRoundsToInfinityInTheCaseDtypeHugeStaysFinite) {
+  Case c = small_case();
+  c.data.special = SpecialData{SpecialValue::overflow, "q", SpecialPlace::row, 64};
+  for (DType d : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    c.dtype = d;
+    EXPECT_EQ(round_to(d, special_value(SpecialValue::overflow, d)), INFINITY) << dtype_name(d);
+    EXPECT_GT(special_value(SpecialValue::overflow, d), -lowest(d)) << dtype_name(d);
+  }
+  // 65504 + 32 = 2^16: past f16, finite in bf16, f32 and f64.
+  EXPECT_EQ(special_value(SpecialValue::overflow, DType::f16), 65536.0);
+  EXPECT_EQ(round_to(DType::bf16, 65536.0), 65536.0);
+  // 65504 needs 11 significant bits: bf16 (8) rounds it to 65536, still finite.
+  for (DType d : {DType::f16, DType::f32, DType::f64})
+    EXPECT_EQ(round_to(d, special_value(SpecialValue::huge, d)), 65504.0) << dtype_name(d);
+  EXPECT_EQ(round_to(DType::bf16, special_value(SpecialValue::huge, DType::bf16)), 65536.0);
+}
+
+TEST(SpecialData, AnAdditiveMaskTakesThemABoolMaskDoesNot) {
+  Case c = small_case();
+  c.mask = MaskSpec{DType::f32, {SymExpr(3), SymExpr(4)}, MaskPattern::keep_all, 0.0, MaskFill::neg_inf};
+  c.data.special = SpecialData{SpecialValue::pos_inf, "mask", SpecialPlace::row, 1};
+  Tensor m = make_mask(c, {3, 4});
+  const int64_t row = static_cast<int64_t>(CounterStream(c.data.seed, "special_mask").bits(0) % 3);
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(m.data[i], i / 4 == row ? INFINITY : 0.0) << i;
+  c.mask->dtype = DType::b8;
+  for (double x : make_mask(c, {3, 4}).data) EXPECT_EQ(x, 1.0);
 }
 
 }  // namespace

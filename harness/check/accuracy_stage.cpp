@@ -72,7 +72,7 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   if (!cmp.nonfinite_rows.empty()) {
     auto declared = target_.explains_nan(c_, tensors_[r], gold, cmp.nonfinite_rows,
                                          kernel_set.empty() ? "exact" : kernel_set);
-    Finding nf = nonfinite_finding(f, cmp, gold, declared);
+    Finding nf = nonfinite_finding(f, cmp, out, gold, declared);
     if (g && baseline) nf.first_node = first_divergence(*g, r, kernel_set);
     result_.findings.push_back(nf);
     // Rows a declared divergence explains aside, the others must still be
@@ -94,16 +94,16 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   return false;
 }
 
-Finding CaseChecker::nonfinite_finding(Finding f, const Comparison& cmp, const Golden& gold,
+Finding CaseChecker::nonfinite_finding(Finding f, const Comparison& cmp, const Tensor& out, const Golden& gold,
                           const std::optional<std::string>& declared) const {
   f.verdict = declared ? Verdict::known_divergence : Verdict::nan_mismatch;
   int64_t row = cmp.nonfinite_rows[0];
-  Shape rows(gold.out.shape.begin(), gold.out.shape.end() - 1);
-  f.index = unravel(row, rows);
+  f.index = unravel(cmp.nonfinite_first, gold.out.shape);
   f.detail = (declared ? "declared divergence " + *declared + ": " : std::string()) +
-             std::to_string(cmp.nonfinite_rows.size()) +
-             " query row(s) non-finite where golden is finite, or the reverse; first row " +
-             shape_str(f.index) + (gold.fully_masked[row] ? " (fully masked)" : "") + largest_score(gold, row);
+             std::to_string(cmp.nonfinite_rows.size()) + " query row(s) differ from golden in finiteness; first output" +
+             shape_str(f.index) + " = " + number_str(out.data[cmp.nonfinite_first]) + ", golden " +
+             number_str(gold.out.data[cmp.nonfinite_first]) + (gold.fully_masked[row] ? " (fully masked row)" : "") +
+             largest_score(gold, row);
   return f;
 }
 
@@ -134,8 +134,9 @@ std::string CaseChecker::first_divergence(const Graph& g, size_t r, const std::s
       double diff = 0;
       bool finiteness = false;
       for (int64_t k = 0; k < e.numel(); ++k) {
-        if (std::isfinite(e.data[k]) != std::isfinite(t.data[k])) finiteness = true;
-        else if (std::isfinite(e.data[k])) diff = std::max(diff, std::fabs(e.data[k] - t.data[k]));
+        const bool both_finite = std::isfinite(e.data[k]) && std::isfinite(t.data[k]);
+        if (both_finite) diff = std::max(diff, std::fabs(e.data[k] - t.data[k]));
+        else if (!(e.data[k] == t.data[k] || (std::isnan(e.data[k]) && std::isnan(t.data[k])))) finiteness = true;
       }
       double rel = diff / std::max(e.max_abs(), 1e-300);
       std::string name = "%" + n.name + " (" + n.op + ")";

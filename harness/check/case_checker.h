@@ -123,7 +123,7 @@ class CaseChecker {
   // `numerics`: the kernel set's declaration, with a baseline.
   bool judge(const Tensor& out, size_t r, const std::string& kernel_set, const Tensor* baseline,
              const Graph* g, const KernelNumerics* numerics = nullptr);
-  Finding nonfinite_finding(Finding f, const Comparison& cmp, const Golden& gold,
+  Finding nonfinite_finding(Finding f, const Comparison& cmp, const Tensor& out, const Golden& gold,
                             const std::optional<std::string>& declared) const;
 
   // The first node whose value on the target kernels departs from the

@@ -10,7 +10,11 @@ namespace sdpa {
 
 struct Comparison {
   bool shape_ok = true;
-  std::vector<int64_t> nonfinite_rows;  // query rows where finiteness differs from golden
+  /// Query rows where an element differs from golden in finiteness: a
+  /// number against NaN or inf, NaN against inf, or infs of opposite sign
+  /// (NaN matches NaN, an inf the inf of its sign).
+  std::vector<int64_t> nonfinite_rows;
+  int64_t nonfinite_first = -1;         // flat index of the first such element
   double max_abs = 0.0;                 // over elements finite in both
   int64_t worst = -1;                   // flat index of max_abs
   double bound = 0.0;                   // the bound at `worst` (or the tightest broken one)

@@ -43,8 +43,9 @@ std::string CaseChecker::option_or(const Options& o, const std::string& key, con
 std::string CaseChecker::difference(const Comparison& cmp, const Tensor& out, const Tensor& ref) {
   if (!cmp.shape_ok) return "output shape " + shape_str(out.shape) + ", expected " + shape_str(ref.shape);
   if (!cmp.nonfinite_rows.empty())
-    return std::to_string(cmp.nonfinite_rows.size()) + " row(s) differ in finiteness, first row " +
-           std::to_string(cmp.nonfinite_rows[0]);
+    return std::to_string(cmp.nonfinite_rows.size()) + " row(s) differ in finiteness, first output" +
+           shape_str(unravel(cmp.nonfinite_first, out.shape)) + " = " + number_str(out.data[cmp.nonfinite_first]) +
+           ", expected " + number_str(ref.data[cmp.nonfinite_first]);
   return "output" + shape_str(unravel(cmp.worst, out.shape)) + " = " + std::to_string(out.data[cmp.worst]) +
          ", expected " + std::to_string(ref.data[cmp.worst]) + " (|difference| " +
          std::to_string(cmp.max_abs) + " > " + std::to_string(cmp.bound) + ")";

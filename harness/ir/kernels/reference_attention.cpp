@@ -80,7 +80,8 @@ std::vector<Tensor> native_dropout(const KernelArgs& a, Num n) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     bool kept = dropout_keep(stream, static_cast<uint64_t>(i), p);
     keep.data[i] = kept ? 1.0 : 0.0;
-    out.data[i] = kept ? n.op(x.dtype, x.data[i] * factor) : 0.0;
+    // A product, as aten's x * mask * scale: a dropped NaN or inf stays NaN.
+    out.data[i] = kept ? n.op(x.dtype, x.data[i] * factor) : x.data[i] * 0.0;
   }
   return {out, keep};
 }
@@ -218,7 +219,9 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
               return n.mul(t, qs[e], n.op(t, kb[j * s.E + e] * sf));
             }));
           }
-          if (causal && j > i + (call.bottom_right ? s.Lkv - s.Lq : 0)) x = kNegInf;
+          // Dropped keys get an additive -inf (aten's convert_boolean_attn_mask):
+          // a NaN or +inf score stays NaN.
+          if (causal && j > i + (call.bottom_right ? s.Lkv - s.Lq : 0)) x += kNegInf;
           if (mask) {
             // Index into the broadcast [batch..., Hq, Lq, Lkv] score tensor.
             int64_t rem = (b * s.Hq + h) * s.Lq * s.Lkv + i * s.Lkv + j;
@@ -227,7 +230,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
               rem /= score_shape[d];
             }
             double m = mask->data[broadcast_offset(ms, mstrides, idx)];
-            if (mask->dtype == DType::b8) x = m != 0.0 ? x : kNegInf;
+            if (mask->dtype == DType::b8) x = m != 0.0 ? x : x + kNegInf;
             else x = n.op(t, x + m);
           }
           score[j] = x;
@@ -236,8 +239,10 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
         }
         double* orow = out.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.Ev;
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
-        if (all_masked) {  // _safe_softmax: a fully masked row is 0
+        if (all_masked) {  // _safe_softmax: weights 0, still multiplied into V (0 * inf = NaN)
           if (logsumexp) logsumexp->data[row] = kNegInf;
+          for (int64_t e = 0; e < s.Ev; ++e)
+            orow[e] = n.store(a.out_dtype(), n.sum(t, s.Lkv, [&](int64_t j) { return 0.0 * vb[j * s.Ev + e]; }));
           continue;
         }
         double total = n.sum(t, s.Lkv, [&](int64_t j) { return n.exp(t, score[j] - mx); });
@@ -246,7 +251,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           p[j] = n.op(t, n.exp(t, score[j] - mx) / total);
           if (dropout_p > 0) {
             uint64_t flat = static_cast<uint64_t>(((b * s.Hq + h) * s.Lq + i) * s.Lkv + j);
-            p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : 0.0;
+            p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : p[j] * 0.0;
           }
         }
         for (int64_t e = 0; e < s.Ev; ++e)
