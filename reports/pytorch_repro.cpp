@@ -77,10 +77,41 @@ def draw(name, i):
     return 16.0 * MAGNITUDE * normal(SEED, name, i)  # "large"
 
 
+def special_value(dtype):
+    # "overflow" is one ulp past the dtype's largest finite value: it rounds to inf.
+    value = SPECIAL["value"]
+    if value == "nan":
+        return math.nan
+    if value in ("+inf", "overflow"):
+        return math.inf
+    if value == "-inf":
+        return -math.inf
+    return round_to(dtype, 65504.0)  # "huge"
+
+
+def apply_special(name, values, shape, dtype):
+    # The case's special values, written over the drawn ones: which elements or
+    # rows (of the last dim) comes from the stream "special_<tensor>".
+    if SPECIAL is None or SPECIAL["tensor"] != name or not values:
+        return values
+    value = special_value(dtype)
+    width = max(1, shape[-1]) if shape else 1
+    rows = len(values) // width
+    for n in range(SPECIAL["count"]):
+        b = bits(SEED, "special_" + name, n)
+        if SPECIAL["place"] == "elements":
+            values[b % len(values)] = value
+        else:
+            row = b % rows
+            values[row * width:(row + 1) * width] = [value] * width
+    return values
+
+
 def make_input(name, batch, heads, length, dim):
     # Element i counts over [batch..., H, L, D] whatever the layout; returned in the case layout.
     shape = batch + [heads, length, dim]
-    t = as_tensor([draw(name, i) for i in range(math.prod(shape))], shape, DTYPE)
+    values = [round_to(DTYPE, draw(name, i)) for i in range(math.prod(shape))]
+    t = as_tensor(apply_special(name, values, shape, DTYPE), shape, DTYPE)
     return t.transpose(-3, -2).contiguous() if LAYOUT == "bshd" else t
 
 
@@ -114,7 +145,8 @@ def make_mask(shape):
     if MASK_DTYPE == torch.bool:
         return torch.tensor(kept, dtype=torch.bool).reshape(shape)
     dropped = mask_dropped_value()
-    return as_tensor([0.0 if k else dropped for k in kept], shape, MASK_DTYPE)
+    values = [round_to(MASK_DTYPE, 0.0 if k else dropped) for k in kept]
+    return as_tensor(apply_special("mask", values, shape, MASK_DTYPE), shape, MASK_DTYPE)
 
 
 def dropout_keep(shape):
@@ -336,6 +368,12 @@ void write_case_constants(std::ostream& o, const Case& c) {
     << "SEED = " << c.data.seed << "\n"
     << "DISTRIBUTION = " << py_str(distribution_name(c.data.distribution)) << "\n"
     << "MAGNITUDE = " << py_float(c.data.magnitude) << "\n";
+  if (const auto& sp = c.data.special)
+    o << "SPECIAL = {\"value\": " << py_str(special_value_name(sp->value)) << ", \"tensor\": " << py_str(sp->tensor)
+      << ", \"place\": " << py_str(special_place_name(sp->place)) << ", \"count\": " << sp->count
+      << "}  # special values written over the drawn data\n";
+  else
+    o << "SPECIAL = None  # finite data only\n";
   if (c.mask) {
     o << "MASK_DTYPE = " << py_dtype(c.mask->dtype) << "\n"
       << "MASK_PATTERN = " << py_str(pattern_name(c.mask->pattern)) << "\n"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -86,8 +87,13 @@ void expect_same(const std::vector<std::string>& dumped, const Tensor& t, const 
   EXPECT_EQ(dumped[0], torch_dtype(t.dtype)) << what;
   EXPECT_EQ(dumped[1], shape_text(t.shape)) << what;
   ASSERT_EQ(dumped.size() - 2, t.data.size()) << what;
-  for (size_t i = 0; i < t.data.size(); ++i)
-    EXPECT_EQ(std::strtod(dumped[i + 2].c_str(), nullptr), t.data[i]) << what << " element " << i;
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    const double got = std::strtod(dumped[i + 2].c_str(), nullptr);
+    if (std::isnan(t.data[i]))
+      EXPECT_TRUE(std::isnan(got)) << what << " element " << i << ": " << dumped[i + 2];
+    else
+      EXPECT_EQ(got, t.data[i]) << what << " element " << i;
+  }
 }
 
 class PytorchReproDump : public testing::TestWithParam<const char*> {};
@@ -145,6 +151,12 @@ INSTANTIATE_TEST_SUITE_P(
             "mask": {"dtype": "f16", "shape": [3, 5], "pattern": "padding", "param": 2, "fill": "-1e4"}})",
         R"({"dtype": "bf16", "layout": "bshd", "head_dim": 64, "data": {"distribution": "uniform", "magnitude": 0.001},
             "mask": {"dtype": "bf16", "shape": [3, 5], "pattern": "random", "param": 0.3, "fill": "min"}})",
+        // Special values: elements and rows of q, k, v and an additive mask.
+        R"({"data": {"special": {"value": "nan", "tensor": "k", "place": "row", "count": 2}}})",
+        R"({"dtype": "f16", "data": {"special": {"value": "overflow", "tensor": "q", "place": "elements", "count": 3}}})",
+        R"({"dtype": "bf16", "data": {"special": {"value": "huge", "tensor": "v", "place": "elements", "count": 2}}})",
+        R"({"data": {"special": {"value": "-inf", "tensor": "mask", "place": "row", "count": 1}},
+            "mask": {"dtype": "f32", "shape": [3, 5], "pattern": "random", "param": 0.5, "fill": "-1e4"}})",
         R"({"kv_len": "s0", "symbols": {"s0": {"hint": 5, "min": 1, "max": 8}},
             "runtime": [{"s0": 2}, {"s0": 7}], "data": {"distribution": "uniform", "magnitude": 2.0},
             "mask": {"dtype": "f32", "shape": [3, "s0"], "pattern": "window", "param": 1, "fill": "-inf"}})",
