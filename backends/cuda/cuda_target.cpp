@@ -148,7 +148,9 @@ class CudaTarget : public Target {
     return in;
   }
 
-  Graph entry(const Case& c) const override { return fused_entry_graph(c, entry_variant(entry_, c, priority_)); }
+  Graph entry(const Case& c) const override {
+    return fused_entry_graph(c, entry_variant(entry_, c, priority_), entry_ == EntryForm::dispatch);
+  }
 
   // Only a direct flash call aligns causal bottom-right; with Lq == Lkv
   // statically the alignments agree, and the case says top-left.

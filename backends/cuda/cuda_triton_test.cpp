@@ -81,6 +81,24 @@ TEST(CudaTriton, SplitKFixedMaxIsFoundOnLargeScores) {
   EXPECT_EQ(fixture().check({{"triton", "on"}}, standard).verdict, Verdict::pass);
 }
 
+// The dispatcher pads a flash call's head dims to 8 (§3.2), so routing
+// sees D = 8, a power of two: a D = 6 decode call takes split-K, with the
+// unpadded call's scale, and its fixed maximum overflows like D = 8's.
+TEST(CudaTriton, APaddedFlashDecodeCallRoutesToSplitK) {
+  Case c = decode(2.0);
+  c.head_dim = c.value_dim = 6;
+  auto target = fixture().registry.make("cuda", {{"triton", "on"}});
+  const Graph entry = target->entry(c);
+  EXPECT_EQ(entry.count("aten.constant_pad_nd.default"), 3);
+  CaseResult bad = fixture().check({{"triton", "on"}}, c);
+  ASSERT_TRUE(bad.verdict == Verdict::nan_mismatch || bad.verdict == Verdict::inaccurate_kernel)
+      << verdict_name(bad.verdict) << (bad.primary() ? bad.primary()->detail : "");
+  EXPECT_NE(bad.primary()->first_node.find("sdpa_decode_splitk"), std::string::npos) << bad.primary()->first_node;
+  // Moderate scores: the padded call passes every check, the entry check included.
+  c.data.magnitude = 0.05;
+  EXPECT_EQ(fixture().check({{"triton", "on"}}, c).verdict, Verdict::pass);
+}
+
 // The generators find the fixed maximum on their own: the large policy draws
 // decode calls with Lkv at the 256 split threshold and large data. The
 // finding names the split-K node and the row's largest score, which the

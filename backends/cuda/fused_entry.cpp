@@ -27,8 +27,13 @@ bool heads_ok(const Case& c, bool allow_gqa) {
 
 bool four_d(const Case& c) { return c.batch.size() == 1; }
 
+// check_nonzero_sequence_lengths_dense: Lq and Lkv at least 1 at every size.
+bool nonzero_lengths(const Case& c) {
+  return known(c, c.q_len, Rel::ge, SymExpr(1)) && known(c, c.kv_len, Rel::ge, SymExpr(1));
+}
+
 bool flash_takes(const Case& c) {
-  return four_d(c) && !c.mask && half_precision(c.dtype) && c.head_dim == c.value_dim &&
+  return four_d(c) && !c.mask && half_precision(c.dtype) && c.head_dim == c.value_dim && nonzero_lengths(c) &&
          c.head_dim <= 256 && heads_ok(c, true) &&
          (!c.is_causal || known(c, c.q_len, Rel::eq, c.kv_len));  // check_flash_causal_non_square_seqlens
 }
@@ -36,17 +41,23 @@ bool flash_takes(const Case& c) {
 bool efficient_takes(const Case& c) {
   if (!four_d(c) || !(c.dtype == DType::f32 || half_precision(c.dtype))) return false;
   const int64_t align = c.dtype == DType::f32 ? 4 : 8;  // the GEMM alignment on sm >= 80
-  return c.head_dim % align == 0 && c.value_dim % align == 0 && heads_ok(c, false);
+  return c.head_dim % align == 0 && c.value_dim % align == 0 && heads_ok(c, false) && nonzero_lengths(c);
 }
 
 // check_attn_mask_shape: a 2-D [Lq|1, Lkv|1] or 4-D [B|1, H|1, Lq|1, Lkv|1] mask.
 bool cudnn_mask_ok(const Case& c) { return !c.mask || c.mask->shape.size() == 2 || c.mask->shape.size() == 4; }
 
-bool cudnn_takes(const Case& c) {
-  auto dim_ok = [](int64_t d) { return d <= 128 && d % 8 == 0; };
+// check_cudnn_tensor_shapes (D, Dv <= 128, or 256 on sm90 with cuDNN >=
+// 9.10; multiples of 8; Lkv != 1; no dropout at Lq == 1), check_cudnn_dropout
+// (none on cuDNN 9.11 to 9.13), the dense checks (GQA allowed, non-zero lengths).
+bool cudnn_takes(const Case& c, Priority order) {
+  const int64_t max_dim = order == Priority::cudnn_first ? 128 : 256;
+  auto dim_ok = [max_dim](int64_t d) { return d <= max_dim && d % 8 == 0; };
+  const bool dropout_ok = c.dropout_p == 0.0 || (order != Priority::cudnn_first_sm90_9_11 &&
+                                                 known(c, c.q_len, Rel::ne, SymExpr(1)));
   return four_d(c) && half_precision(c.dtype) && dim_ok(c.head_dim) && dim_ok(c.value_dim) &&
-         heads_ok(c, true) && cudnn_mask_ok(c) && known(c, c.kv_len, Rel::ne, SymExpr(1)) &&
-         (c.dropout_p == 0.0 || known(c, c.q_len, Rel::ne, SymExpr(1)));
+         heads_ok(c, true) && cudnn_mask_ok(c) && known(c, c.kv_len, Rel::ne, SymExpr(1)) && dropout_ok &&
+         nonzero_lengths(c);
 }
 
 SymShape lse_shape(const Case& c, Variant v, bool computed) {
@@ -127,13 +138,15 @@ bool is_fused_op(const std::string& op) { return op == kFlashOp || op == kEffici
 std::optional<Priority> parse_priority(const std::string& s) {
   if (s == "default") return Priority::default_order;
   if (s == "cudnn-first") return Priority::cudnn_first;
+  if (s == "cudnn-first-sm90-9.10") return Priority::cudnn_first_sm90_9_10;
+  if (s == "cudnn-first-sm90-9.11") return Priority::cudnn_first_sm90_9_11;
   return std::nullopt;
 }
 
 // Math, third in the default order, takes every call: cuDNN after it is
 // never chosen, and a call neither flash nor efficient takes stays aten SDPA.
 Variant dispatch_variant(const Case& c, Priority order) {
-  if (order == Priority::cudnn_first && cudnn_takes(c)) return Variant::cudnn;
+  if (order != Priority::default_order && cudnn_takes(c, order)) return Variant::cudnn;
   if (flash_takes(c)) return Variant::flash;
   if (efficient_takes(c)) return Variant::efficient;
   return Variant::sdpa;
@@ -177,10 +190,10 @@ namespace {
 
 // torch.cond(pred, taken, other, (q, k, v[, attn_mask])): each branch
 // binds the operands by position to its own placeholders.
-Graph cond_entry_graph(const Case& c, Variant v) {
+Graph cond_entry_graph(const Case& c, Variant v, bool dispatched) {
   Case inner = c;
   inner.variant = c.variant == kCondLseReader ? kLseReader : kPlain;
-  auto taken = std::make_shared<Graph>(fused_entry_graph(inner, v));
+  auto taken = std::make_shared<Graph>(fused_entry_graph(inner, v, dispatched));
   inner.variant = kPlain;
   auto other = std::make_shared<Graph>(sdpa_entry_graph(inner));
   Graph g;
@@ -199,8 +212,30 @@ Graph cond_entry_graph(const Case& c, Variant v) {
 
 bool is_cond_variant(const std::string& variant) { return variant == kCond || variant == kCondLseReader; }
 
-Graph fused_entry_graph(const Case& c, Variant v) {
-  if (is_cond_variant(c.variant)) return cond_entry_graph(c, v);
+namespace {
+
+// The CUDA flash branch of scaled_dot_product_attention (attention.cpp,
+// §3.2): pad_last_dim<8> on q, k and v, the unpadded query's scale passed
+// explicitly (og_scale), post_process_flash_output's slice back. Returns the
+// call as the fused node sees it; `pad` > 0 where the dims were padded.
+Case padded_flash_call(const Case& c, int64_t& pad) {
+  Case p = c;
+  pad = (8 - c.head_dim % 8) % 8;  // flash takes E == Ev only
+  p.head_dim = p.value_dim = c.head_dim + pad;
+  p.scale = c.effective_scale();
+  return p;
+}
+
+ValueRef pad_to(Graph& g, ValueRef x, int64_t pad, DType dtype, SymShape shape) {
+  if (pad == 0) return x;
+  return g.call("aten.constant_pad_nd.default", {x, std::vector<SymExpr>{SymExpr(0), SymExpr(pad)}, 0.0}, {},
+                {{dtype, std::move(shape)}});
+}
+
+}  // namespace
+
+Graph fused_entry_graph(const Case& c, Variant v, bool dispatched) {
+  if (is_cond_variant(c.variant)) return cond_entry_graph(c, v, dispatched);
   if (v == Variant::sdpa) return sdpa_entry_graph(c);
   if (c.layout != Layout::bhsd) throw std::invalid_argument("a fused SDPA entry is [B, H, L, D] (layout bhsd)");
   Graph g;
@@ -210,8 +245,17 @@ Graph fused_entry_graph(const Case& c, Variant v) {
   std::optional<ValueRef> bias = bias_of(g, c, v);
   const bool lse = c.variant == kLseReader;
   const bool causal = c.is_causal || causal_bias_applies(c, v);
-  ValueRef out = fused_node(g, c, v, q, k, val, bias, causal, lse);
-  g.outputs = {lse ? read_lse(g, c, out, ValueRef{out.node, 1}) : out};
+  int64_t pad = 0;
+  const Case call = dispatched && v == Variant::flash ? padded_flash_call(c, pad) : c;
+  q = pad_to(g, q, pad, c.dtype, query_shape(call));
+  k = pad_to(g, k, pad, c.dtype, key_shape(call));
+  val = pad_to(g, val, pad, c.dtype, value_shape(call));
+  ValueRef out = fused_node(g, call, v, q, k, val, bias, causal, lse);
+  const ValueRef lse_out{out.node, 1};
+  if (pad > 0)
+    out = g.call("aten.slice.Tensor", {out, int64_t{-1}, int64_t{0}, c.value_dim}, {},
+                 {{c.dtype, output_shape(c)}}, "output_unpadded");
+  g.outputs = {lse ? read_lse(g, c, out, lse_out) : out};
   return g;
 }
 

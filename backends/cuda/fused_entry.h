@@ -40,7 +40,10 @@ bool is_cond_variant(const std::string& variant);
 /// Context.h's default flash, efficient, math, cuDNN, where math takes every
 /// call so cuDNN is never reached; or cuDNN first, as priority_order() puts
 /// it on sm90/sm100 with cuDNN >= 9.9 unless TORCH_CUDNN_SDPA_PREFERRED=0.
-enum class Priority { default_order, cudnn_first };
+/// The cuDNN-first orders differ in cuDNN's own limits: head dims up to 128
+/// (cuDNN 9.9, or sm100), up to 256 on sm90 with cuDNN >= 9.10, and no
+/// dropout at all on cuDNN 9.11 to 9.13.
+enum class Priority { default_order, cudnn_first, cudnn_first_sm90_9_10, cudnn_first_sm90_9_11 };
 std::optional<Priority> parse_priority(const std::string& s);
 
 /// PyTorch's CUDA backend choice (sdp_utils.cpp select_sdp_backend, §3.6):
@@ -60,7 +63,11 @@ bool causal_bias_applies(const Case& c, Variant v);
 /// The entry graph: placeholders q, k, v (and attn_mask), the fused node of
 /// variant `v` (or aten SDPA), and the variant's reader of logsumexp; for a
 /// cond variant, that graph as both branches of a cond on placeholder pred.
-Graph fused_entry_graph(const Case& c, Variant v);
+/// `dispatched`: the node is the one PyTorch's top-level SDPA emits (entry
+/// dispatch), so a flash call has its head dims padded to a multiple of 8,
+/// the unpadded call's scale passed explicitly and its output sliced back
+/// (attention.cpp's CUDA flash branch, §3.2); a direct call has neither.
+Graph fused_entry_graph(const Case& c, Variant v, bool dispatched = false);
 
 /// The pieces of a fused node, read from the argument order of its op.
 struct FusedCall {

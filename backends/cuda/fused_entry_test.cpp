@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backends/all_targets.h"
 #include "backends/common/sdpa_entry.h"
 #include "backends/cuda/cuda_test_cases.h"
@@ -74,6 +76,82 @@ TEST(Dispatch, MqaWithoutEnableGqaStaysAten) {
   Case c = base();
   c.kv_heads = 1;
   EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+}
+
+// §3.6 rules each shown on one call.
+TEST(Dispatch, FlashNeedsEqualHeadDimsOfAtMost256) {
+  Case c = base();
+  c.dtype = DType::bf16;
+  c.head_dim = c.value_dim = 264;  // flash <= 256; efficient takes a multiple of 8
+  EXPECT_EQ(dispatch_variant(c), Variant::efficient);
+  c.head_dim = 8;
+  c.value_dim = 16;  // flash needs E == Ev
+  EXPECT_EQ(dispatch_variant(c), Variant::efficient);
+  c.head_dim = c.value_dim = 4;
+  c.mask = bool_mask(c);  // no flash with a mask; efficient needs multiples of 8 in bf16
+  EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+}
+
+TEST(Dispatch, CudnnRefusesDropoutAtOneQueryRow) {
+  Case c = base();
+  c.q_len = 1;
+  c.dropout_p = 0.1;
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::flash);
+  c.q_len = 3;
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::cudnn);
+}
+
+TEST(Dispatch, CudnnHeadDimLimitAndDropoutDependOnTheVersion) {
+  Case c = base();
+  c.head_dim = c.value_dim = 192;
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::flash);  // cuDNN <= 128
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first_sm90_9_10), Variant::cudnn);  // 256 on sm90, >= 9.10
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first_sm90_9_11), Variant::cudnn);
+  c.head_dim = c.value_dim = 264;
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first_sm90_9_10), Variant::efficient);
+  c.head_dim = c.value_dim = 192;
+  c.dropout_p = 0.1;  // cuDNN 9.11 to 9.13 take no dropout
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first_sm90_9_10), Variant::cudnn);
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first_sm90_9_11), Variant::flash);
+  EXPECT_EQ(parse_priority("cudnn-first-sm90-9.11"), Priority::cudnn_first_sm90_9_11);
+}
+
+TEST(Dispatch, NoFusedVariantTakesALengthThatMayBeZero) {
+  Case c = base();
+  c.kv_len = SymExpr::symbol("s0");
+  c.symbols = {{"s0", {3, 0, 8}}};  // Lkv in [0, 8]
+  EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+  EXPECT_EQ(dispatch_variant(c, Priority::cudnn_first), Variant::sdpa);
+  c.symbols = {{"s0", {3, 1, 8}}};
+  EXPECT_EQ(dispatch_variant(c), Variant::flash);
+  c.kv_len = 3;
+  c.q_len = 0;
+  EXPECT_EQ(dispatch_variant(c), Variant::sdpa);
+}
+
+// attention.cpp's CUDA flash branch: pad_last_dim<8>, og_scale, slice back.
+TEST(EntryGraph, TheDispatchedFlashCallIsPaddedToEightWithTheUnpaddedScale) {
+  Case c = base();
+  c.head_dim = c.value_dim = 6;
+  Graph g = fused_entry_graph(c, Variant::flash, /*dispatched=*/true);
+  EXPECT_TRUE(verify_graph(g).empty()) << print_graph(g);
+  EXPECT_EQ(g.count("aten.constant_pad_nd.default"), 3);
+  EXPECT_EQ(g.count("aten.slice.Tensor"), 1);
+  const Node& flash = g.nodes[g.find("_scaled_dot_product_flash_attention")];
+  EXPECT_EQ(flash.outputs[0].shape.back(), SymExpr(8));
+  ASSERT_NE(flash.kwarg("scale"), nullptr);
+  EXPECT_EQ(std::get<double>(*flash.kwarg("scale")), 1 / std::sqrt(6.0));  // not 1/sqrt(8)
+  EXPECT_EQ(g.info(g.outputs[0]).shape.back(), SymExpr(6));
+  // Aligned dims are not padded, but the scale is still passed explicitly.
+  c.head_dim = c.value_dim = 8;
+  Graph aligned = fused_entry_graph(c, Variant::flash, true);
+  EXPECT_EQ(aligned.count("aten.constant_pad_nd.default"), 0);
+  EXPECT_NE(print_graph(aligned).find("kwargs = {scale: 0.35355339"), std::string::npos) << print_graph(aligned);
+  // A direct call has neither.
+  c.head_dim = c.value_dim = 6;
+  Graph direct = fused_entry_graph(c, Variant::flash);
+  EXPECT_EQ(direct.count("aten.constant_pad_nd.default"), 0);
+  EXPECT_EQ(direct.nodes[direct.find("_scaled_dot_product_flash_attention")].kwarg("scale"), nullptr);
 }
 
 TEST(EntryGraph, EachVariantHoldsItsOpWithTheSchemaArgumentOrder) {

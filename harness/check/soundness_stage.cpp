@@ -8,20 +8,53 @@ namespace check_internal {
 
 // The first computing node the rewrite introduced (not a layout or dtype
 // move): what an unsound rewrite replaced the original call with.
-std::string CaseChecker::rewrite_node(const Graph& g0, const Graph& g1) {
+namespace {
+
+bool is_move(const std::string& op) {
   static const std::set<std::string> moves = {
       "aten.transpose.int", "aten.permute.default", "aten.contiguous.default", "aten.clone.default",
       "aten.reshape.default", "aten.view.default", "aten._unsafe_view.default", "aten.expand.default",
       "aten.unsqueeze.default", "aten.squeeze.dims", "aten._to_copy.default"};
+  return moves.count(op) > 0;
+}
+
+bool added_by_rewrite(const Graph& g0, const Node& n) {
+  const int j = g0.find(n.name);
+  return (j < 0 || g0.nodes[j].op != n.op) && n.op != "placeholder" && n.op != "get_attr";
+}
+
+std::string node_label(const Node& n) { return "%" + n.name + " (" + n.op + ")"; }
+
+// A computing node the rewrite added that node `i` of g1 reads, directly or
+// through added layout moves; "" when it reads none.
+std::string added_input(const Graph& g0, const Graph& g1, int i) {
+  for (const Arg& a : g1.nodes[i].args) {
+    const ValueRef* v = std::get_if<ValueRef>(&a);
+    int k = v ? v->node : -1;
+    while (k >= 0 && added_by_rewrite(g0, g1.nodes[k]) && is_move(g1.nodes[k].op)) {
+      const Node& move = g1.nodes[k];
+      const ValueRef* in = move.args.empty() ? nullptr : std::get_if<ValueRef>(&move.args[0]);
+      k = in ? in->node : -1;
+    }
+    if (k >= 0 && added_by_rewrite(g0, g1.nodes[k])) return node_label(g1.nodes[k]);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string CaseChecker::rewrite_node(const Graph& g0, const Graph& g1) {
   for (const Node& n : g1.nodes)
-    if (g0.find(n.name) < 0 && n.op != "placeholder" && n.op != "get_attr" && !moves.count(n.op))
-      return "%" + n.name + " (" + n.op + ")";
+    if (g0.find(n.name) < 0 && n.op != "placeholder" && n.op != "get_attr" && !is_move(n.op))
+      return node_label(n);
   return "";
 }
 
 // The first node of the rewritten graph whose exact value differs from
-// the node of the same name and op in the entry graph; when every shared
-// node agrees, the first computing node the rewrite added.
+// the node of the same name and op in the entry graph, unless it reads a
+// computing node the rewrite added (a slice after a replaced call): the
+// difference starts there, and that node is named. When every shared node
+// agrees, the first computing node the rewrite added.
 std::string CaseChecker::diverging_node(const Graph& g0, const Graph& g1, size_t r, bool& shared_agree) {
   Outcome a = execute(g0, target_.exact_kernels(), r, false, true);
   Outcome b = execute(g1, target_.exact_kernels(), r, true, true);
@@ -32,7 +65,10 @@ std::string CaseChecker::diverging_node(const Graph& g0, const Graph& g1, size_t
     if (j < 0 || g0.nodes[j].op != n.op || n.op == "placeholder" || n.op == "get_attr") continue;
     const auto &va = a.exec->values[j], &vb = b.exec->values[i];
     for (size_t o = 0; o < std::min(va.size(), vb.size()); ++o)
-      if (!values_agree(va[o], vb[o])) return "%" + n.name + " (" + n.op + ")";
+      if (!values_agree(va[o], vb[o])) {
+        const std::string source = added_input(g0, g1, static_cast<int>(i));
+        return source.empty() ? node_label(n) : source;
+      }
   }
   shared_agree = true;
   return rewrite_node(g0, g1);

@@ -4,7 +4,8 @@
 // Lq == Lkv, mask and causal both applied, GQA kv head h // (Hq / Hkv), and
 // the two Triton programs: the power-of-2 one (exp, inv_l = l > 0 ? 1/l : 0)
 // and the non-power-of-2 one (exp2 with the scale times log2(e), l starting
-// at 1, acc / l), both with f32 scores and P cast to bf16 before P @ V.
+// at 1, acc / l), both with f32 scores and P cast to bf16 before P @ V,
+// and a KV tile no row of the query tile keeps (mask or causal) skipped.
 #include "backends/cuda/triton/triton_sdpa_kernel.h"
 
 #include <algorithm>
@@ -51,6 +52,7 @@ Dims validate_qkv_shapes(const TritonCall& c) {
 
 // Which Triton program runs, and how it computes.
 struct Program {
+  int64_t block_m;      // query rows of a tile: a KV tile none of them keeps is skipped
   int64_t block_n;
   bool exp2;            // non-power-of-2: scale pre-multiplied by log2(e), exp2
   long double l_init;   // non-power-of-2: l_i starts at 1.0 (harmless: alpha is 0 at the first live tile)
@@ -58,14 +60,14 @@ struct Program {
 };
 
 Program program_for(int64_t D, bool exact) {
-  if (exact || is_power_of_2(D)) return {kPow2BlockN, false, 0.0L, true};
+  if (exact || is_power_of_2(D)) return {kPow2BlockM, kPow2BlockN, false, 0.0L, true};
   // _launch_non_pow2_kernel: BLOCK_D = next_pow2(D) clamped to [16, 256], BLOCK_N 128 (64 at BLOCK_D 256).
   if (D > 256)
     throw KernelError(KernelError::Kind::unsupported,
                       "triton.sdpa non-power-of-2 D > 256 computes only BLOCK_D = 256 dims and leaves "
                       "the rest of the output unwritten: not modeled");
   const int64_t block_d = D <= 16 ? 16 : D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 256;
-  return {block_d >= 256 ? 64 : 128, true, 1.0L, false};
+  return {32, block_d >= 256 ? 64 : 128, true, 1.0L, false};
 }
 
 class StandardSdpa {
@@ -79,6 +81,7 @@ class StandardSdpa {
   }
 
   Tensor run() {
+    mark_live_tiles();
     Tensor out(out_dtype_, {d_.B, d_.Hq, d_.Lq, d_.D});
     for (int64_t b = 0; b < d_.B; ++b)
       for (int64_t h = 0; h < d_.Hq; ++h)
@@ -90,18 +93,41 @@ class StandardSdpa {
   // The score of key j for query row i, or -inf where causal or the mask drops it.
   long double score(int64_t b, int64_t h, int64_t i, int64_t hk, int64_t j) const {
     // Causal is offs_n > seq_pos (top-left; Lq == Lkv makes it bottom-right too).
-    if (c_.is_causal && j > i) return kNegInf;
-    if (c_.mask && c_.mask->data[(b * d_.Lq + i) * d_.Lkv + j] == 0.0) return kNegInf;
+    if (!kept(b, i, j)) return kNegInf;
     return ar_.f32(dot_qk(ar_, *c_.q, *c_.k, b, h, i, hk, j) * scale_);
   }
 
   long double exp(long double x) const { return prog_.exp2 ? ar_.exp2(x) : ar_.exp(x); }
+
+  bool kept(int64_t b, int64_t i, int64_t j) const {
+    if (c_.is_causal && j > i) return false;
+    return !c_.mask || c_.mask->data[(b * d_.Lq + i) * d_.Lkv + j] != 0.0;
+  }
+
+  // Whether any query row of each (batch, BLOCK_M row tile, BLOCK_N key
+  // tile) keeps a key of it: the program skips the others (fully masked KV
+  // tiles, since 6b5273f289), so their 0 * V is never computed. The mask is
+  // [B, 1, Lq, Lkv], shared by heads.
+  void mark_live_tiles() {
+    m_tiles_ = (d_.Lq + prog_.block_m - 1) / prog_.block_m;
+    n_tiles_ = (d_.Lkv + prog_.block_n - 1) / prog_.block_n;
+    live_.assign(static_cast<size_t>(d_.B * m_tiles_ * n_tiles_), 0);
+    for (int64_t b = 0; b < d_.B; ++b)
+      for (int64_t i = 0; i < d_.Lq; ++i)
+        for (int64_t j = 0; j < d_.Lkv; ++j)
+          if (kept(b, i, j)) live_[(b * m_tiles_ + i / prog_.block_m) * n_tiles_ + j / prog_.block_n] = 1;
+  }
+
+  bool live(int64_t b, int64_t i, int64_t n) const {
+    return live_[(b * m_tiles_ + i / prog_.block_m) * n_tiles_ + n / prog_.block_n] != 0;
+  }
 
   void row(Tensor& out, int64_t b, int64_t h, int64_t i) {
     const int64_t hk = h / (d_.Hq / d_.Hkv);  // GQA: kv head h // num_groups
     long double m = kNegInf, l = prog_.l_init;
     std::vector<long double> acc(d_.D, 0), s(prog_.block_n), p(prog_.block_n);
     for (int64_t n = 0; n < d_.Lkv; n += prog_.block_n) {
+      if (!live(b, i, n)) continue;
       const int64_t cols = std::min(prog_.block_n, d_.Lkv - n);
       long double m_new = m;
       for (int64_t c = 0; c < cols; ++c) m_new = std::max(m_new, s[c] = score(b, h, i, hk, n + c));
@@ -137,6 +163,8 @@ class StandardSdpa {
   Program prog_;
   DType out_dtype_;
   long double scale_ = 1.0L;
+  int64_t m_tiles_ = 0, n_tiles_ = 0;
+  std::vector<char> live_;
 };
 
 }  // namespace

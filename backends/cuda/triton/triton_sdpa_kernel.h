@@ -13,6 +13,11 @@ inline constexpr const char* kTritonSdpaOp = "triton.sdpa.default";
 /// BLOCK_N of the power-of-2 kernel is autotuned in {32, 64, 128}; the
 /// model takes 64 (the tiling changes only the f32 rounding order).
 inline constexpr int64_t kPow2BlockN = 64;
+/// BLOCK_M of the power-of-2 kernel, autotuned in {16, ..., 128}: the model
+/// takes 64. It decides which KV tiles are skipped (no row of the query
+/// tile keeps a key there), which shows only where V holds inf or NaN at a
+/// skipped tile; the cuda case space draws finite data only.
+inline constexpr int64_t kPow2BlockM = 64;
 
 /// The kernel for `triton.sdpa.default(query, key, value, attn_mask=None,
 /// dropout_p=0.0, is_causal=False, scale=0.0, enable_gqa=False)` on

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "backends/cuda/triton/triton_test_util.h"
 
@@ -62,6 +63,30 @@ TEST(TritonSdpa, FullyMaskedRowGivesZero) {
       }
     }
   }
+}
+
+// A KV tile that no row of its query tile keeps is skipped (since
+// 6b5273f289): an inf in V there never meets a zero weight.
+TEST(TritonSdpa, AKvTileNoRowOfTheQueryTileKeepsIsSkipped) {
+  // Lkv 128: two BLOCK_N = 64 tiles; row 0 keeps keys 0..63, v[100] = inf.
+  // Scores all 0 (k = 0), so row 0 is the mean of v over keys 0..63: (0 + 63) / 2 * 0.125.
+  auto v = bhld({1, 1, 128, 4}, [](int64_t, int64_t, int64_t j, int64_t) {
+    return j == 100 ? std::numeric_limits<double>::infinity() : 0.125 * j;
+  });
+  auto zero = [](auto...) { return 0.0; };
+  std::vector<int> keep(128, 0);
+  for (int j = 0; j < 64; ++j) keep[j] = 1;
+  Spec one_row{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 128, 4}, zero), v, bools({1, 1, 1, 128}, keep)};
+  for (Numerics n : {Numerics::exact, Numerics::emulated})
+    EXPECT_EQ(run(one_row, n).data, std::vector<double>(4, 3.9375)) << "the second tile is skipped";
+  // Row 1 of the same BLOCK_M = 64 query tile keeps key 64: the tile runs
+  // for both rows, and row 0's zero weight meets the inf: NaN, as upstream.
+  std::vector<int> two_rows = keep;
+  two_rows.resize(256, 0);
+  for (int j = 0; j < 65; ++j) two_rows[128 + j] = 1;
+  Spec shared{bhld({1, 1, 2, 4}, zero), bhld({1, 1, 128, 4}, zero), v, bools({1, 1, 2, 128}, two_rows)};
+  Tensor out = run(shared);
+  EXPECT_TRUE(std::isnan(at(out, 0, 0, 0)));
 }
 
 TEST(TritonSdpa, MaskAndCausalAreBothApplied) {

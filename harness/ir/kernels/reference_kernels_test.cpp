@@ -47,6 +47,19 @@ TEST(ReferenceKernels, EmulatedMatmulRoundsToBf16ExactDoesNot) {
             1.0 + std::ldexp(1.0, -9));
 }
 
+TEST(ReferenceKernels, ConstantPadAndSliceOfTheLastDimUndoEachOther) {
+  const KernelSet k = make_reference_kernels("exact", Numerics::exact);
+  Tensor x = tensor(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor padded = run(k, "aten.constant_pad_nd.default", {x}, {SymShape{SymExpr(0), SymExpr(2)}, 0.0},
+                      DType::f32, {2, 5});
+  EXPECT_EQ(padded.shape, (Shape{2, 5}));
+  EXPECT_EQ(padded.data, (std::vector<double>{1, 2, 3, 0, 0, 4, 5, 6, 0, 0}));
+  Tensor back = run(k, "aten.slice.Tensor", {padded}, {int64_t{-1}, int64_t{0}, int64_t{3}}, DType::f32, {2, 3});
+  EXPECT_EQ(back.data, x.data);
+  Tensor tail = run(k, "aten.slice.Tensor", {padded}, {int64_t{1}, int64_t{2}, int64_t{9}}, DType::f32, {2, 3});
+  EXPECT_EQ(tail.data, (std::vector<double>{3, 0, 0, 6, 0, 0}));  // end clamped to the size
+}
+
 TEST(ReferenceKernels, SafeSoftmaxZeroesFullyMaskedRows) {
   Tensor x = tensor(DType::f32, {2, 2}, {0.0, 0.0, -INFINITY, -INFINITY});
   Tensor safe = run(exact_kernels(), "aten._safe_softmax.default", {x}, {int64_t{-1}}, DType::f32, {2, 2});

@@ -53,6 +53,34 @@ Tensor expand(const KernelArgs& a, const Tensor& x, std::vector<int64_t> shape) 
   return r;
 }
 
+// constant_pad_nd(x, pad, value) with pad = [left, right] of the last dim
+// only (what pad_last_dim emits): right >= 0 new columns of `value`.
+Tensor pad_last_dim(const KernelArgs& a, const Tensor& x, const std::vector<int64_t>& pad, double value) {
+  if (pad.size() != 2 || pad[0] != 0 || pad[1] < 0 || x.dim() == 0)
+    refuse(a, "constant_pad_nd: only [0, n >= 0] on the last dim is modeled, got " + shape_str(pad));
+  const int64_t cols = x.shape.back(), wide = cols + pad[1];
+  Shape s = x.shape;
+  s.back() = wide;
+  Tensor r(x.dtype, s);
+  for (int64_t row = 0; row * wide < r.numel(); ++row)
+    for (int64_t j = 0; j < wide; ++j) r.data[row * wide + j] = j < cols ? x.data[row * cols + j] : value;
+  return r;
+}
+
+// slice.Tensor(x, dim, start, end) with step 1 on the last dim (what
+// post_process_flash_output emits); end is clamped to the size, as aten does.
+Tensor slice_last_dim(const KernelArgs& a, const Tensor& x, int64_t dim, int64_t start, int64_t end) {
+  if (x.dim() == 0 || wrap_dim(dim, x.dim(), a.node) != x.dim() - 1 || start < 0 || end < start)
+    refuse(a, "slice: only [start, end) of the last dim is modeled");
+  const int64_t cols = x.shape.back(), stop = std::min(end, cols), keep = std::max<int64_t>(stop - start, 0);
+  Shape s = x.shape;
+  s.back() = keep;
+  Tensor r(x.dtype, s);
+  for (int64_t row = 0; row * keep < r.numel(); ++row)
+    for (int64_t j = 0; j < keep; ++j) r.data[row * keep + j] = x.data[row * cols + start + j];
+  return r;
+}
+
 std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 
 }  // namespace
@@ -95,6 +123,13 @@ void add_shape_kernels(KernelSet& k, Num) {
       if (!drop[d]) s.push_back(r.shape[d]);
     r.shape = s;
     return one(r);
+  });
+  k.add("aten.constant_pad_nd.default", [](const KernelArgs& a) {
+    const double value = a.real(2, 0.0);
+    return one(pad_last_dim(a, a.tensor(0), a.ints(1), value));
+  });
+  k.add("aten.slice.Tensor", [](const KernelArgs& a) {
+    return one(slice_last_dim(a, a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
   });
   k.add("aten.repeat.default", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
