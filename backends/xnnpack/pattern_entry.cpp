@@ -32,20 +32,18 @@ const PatternVariant& pattern_variant(const std::string& name) {
   throw InputError("case.variant: target xnnpack has variants " + names + "; got \"" + name + "\"");
 }
 
-namespace {
-double f32(double x) { return static_cast<double>(static_cast<float>(x)); }
-}  // namespace
-
 std::vector<double> scale_literals(const Case& c) {
   const double s = c.effective_scale();
-  if (pattern_variant(c.variant).site != ScaleSite::q_and_k) return {f32(s)};
-  const double root = f32(std::sqrt(std::fabs(s)));
+  if (pattern_variant(c.variant).site != ScaleSite::q_and_k) return {s};
+  const double root = std::sqrt(std::fabs(s));
   return {std::signbit(s) ? -root : root, root};
 }
 
+double op_math_literal(double literal) { return static_cast<double>(static_cast<float>(literal)); }
+
 double traced_scale(const Case& c) {
   double product = 1.0;
-  for (double l : scale_literals(c)) product *= l;  // two f32 values: exact in double
+  for (double l : scale_literals(c)) product *= op_math_literal(l);  // two f32 values: exact in double
   return product;
 }
 

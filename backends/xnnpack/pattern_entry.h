@@ -49,12 +49,15 @@ const std::vector<PatternVariant>& pattern_variants();
 /// The variant a case names ("" is the first); InputError naming case.variant when unknown.
 const PatternVariant& pattern_variant(const std::string& name);
 
-/// The scalar literals the tracer writes, in graph order (q's before k's).
-/// A literal is a Python float the graph's f32 op math reads, so it is held
-/// here already rounded to f32. A negative scale goes on q's factor, as
-/// aten's math decomposition negates the query's.
+/// The scalar literals the tracer writes, in graph order (q's before k's):
+/// Python floats, so the graph holds them as doubles, unrounded. A negative
+/// scale goes on q's factor, as aten's math decomposition negates the query's.
 std::vector<double> scale_literals(const Case& c);
-/// The scale the traced graph computes with: the product of its literals.
+/// A literal as mul.Scalar's op math reads it: ExecuTorch's portable kernel
+/// (as aten) casts the Scalar to the compute type, float for f16 and f32.
+double op_math_literal(double literal);
+/// The scale the traced graph computes with: the product of its literals
+/// as the op math reads them.
 double traced_scale(const Case& c);
 
 /// The traced graph of call `c` in variant c.variant. Placeholders q, k, v

@@ -113,6 +113,18 @@ KernelSet make_edge_reference_kernels(const std::string& name, Numerics numerics
   k.add(kExpandCopy, *k.find("aten.expand.default"));
   k.add(kViewCopy, *k.find("aten.view.default"));
   k.add(kPermuteCopy, *k.find("aten.permute.default"));
+  // Portable mul.Scalar reads the Scalar as scalar_to<CTYPE_COMPUTE> (float
+  // for f16 and f32): the graph's double literal is rounded there, in every
+  // numerics, the exact one included.
+  KernelFn mul = *k.find(kMulScalar);
+  k.add(kMulScalar, [mul](const KernelArgs& a) {
+    const DType t = a.tensor(0).dtype;
+    KernelArgs read = a;
+    if ((t == DType::f32 || t == DType::f16 || t == DType::bf16) && read.args.size() > 1 &&
+        std::holds_alternative<double>(read.args[1]))
+      read.args[1] = round_to(DType::f32, std::get<double>(read.args[1]));
+    return mul(read);
+  });
   return k;
 }
 

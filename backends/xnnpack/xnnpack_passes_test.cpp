@@ -75,6 +75,39 @@ TEST(XnnpackConvert, RecoversTheUpstreamScaleOfProperty16) {
   EXPECT_EQ(sdpa_scale(convert(negative)), 0.25) << "squaring loses the sign";
 }
 
+// f16, scale 0.12505962218074274: its square root 0.3536376990377903 lies
+// 2^-28 above the f16 tie 1448.5 * 2^-12, an f32 value. get_scale and the
+// lift round the graph's double literal once, up to 0.353759765625; through
+// f32 first it would land on the tie and round to even, 0.353515625.
+TEST(XnnpackConvert, AnF16LiteralIsRoundedOnceFromTheDoubleAsUpstreamDoes) {
+  Case c = masked_call(16, DType::f16);
+  c.scale = 0.12505962218074274;
+  const Graph g0 = pattern_entry_graph(c);
+  for (const Node& n : g0.nodes) {
+    if (n.op == kMulScalar) {
+      EXPECT_EQ(std::get<double>(n.args[1]), 0.3536376990377903) << n.name;
+    }
+  }
+  EXPECT_EQ(traced_scale(c), 0.12505961954593658) << "the op math reads the tie, in f32";
+  const Graph g1 = convert(c);
+  EXPECT_EQ(sdpa_scale(g1), 0.12514597177505493) << "0.353759765625 squared";
+  // 0.12514597 is 0.1251220703125 in f16, one step above the call's f16 0.125.
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto target = registry.make("xnnpack", {{"guard", "none"}});
+  auto broken = target->invariants(c, g0, g1);
+  ASSERT_EQ(broken.size(), 1u);
+  EXPECT_NE(broken[0].find("(0.1251220703125 in f16)"), std::string::npos) << broken[0];
+  EXPECT_NE(broken[0].find(": 1 ulp of f16"), std::string::npos) << broken[0];
+  // The lift rounds the same literal into q's buffer (the clone hides q's MUL from its guard).
+  Pass::Result lifted = LiftConstantScalarOperandsPass().run(pattern_entry_graph(with_variant(c, "qk-clone")),
+                                                             c.shape_env());
+  ASSERT_EQ(lifted.graph.constants.count("_tensor_constant_0"), 1u);
+  const Tensor& buffer = lifted.graph.constants.at("_tensor_constant_0");
+  EXPECT_EQ(buffer.dtype, DType::f16);
+  EXPECT_EQ(buffer.data, std::vector<double>{0.353759765625});
+}
+
 TEST(XnnpackConvert, ReplacesThePatternWithOneSdpaAndRecordsTheDecision) {
   Pass::Result r = ConvertToSDPAPass().run(pattern_entry_graph(masked_call()), ShapeEnv());
   EXPECT_EQ(r.graph.count(kSdpaOp), 1);

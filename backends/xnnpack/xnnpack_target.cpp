@@ -70,7 +70,8 @@ class XnnpackTarget : public Target {
 
   Graph entry(const Case& c) const override { return pattern_entry_graph(c); }
 
-  // The traced graph multiplies by its f32 literals: it means their product.
+  // The traced graph multiplies by its literals as the op math reads them
+  // (rounded to f32): it means their product.
   Case meaning(const Case& c) const override {
     Case m = c;
     m.scale = traced_scale(c);
@@ -78,7 +79,9 @@ class XnnpackTarget : public Target {
   }
 
   // "scale": a converted SDPA's scale keyword, else the product of the
-  // graph's scalar factors (literals and lifted 0-dim constants).
+  // graph's scalar factors (lifted 0-dim constants, then the literals as the
+  // op math reads them). A buffer or keyword comes first: the checker puts a
+  // value back into the first site, and only those hold it unrounded.
   std::vector<GraphConstant> constants(const Graph& g) const override {
     const DType t = graph_dtype(g);
     std::vector<GraphConstant> out;
@@ -88,10 +91,11 @@ class XnnpackTarget : public Target {
           out.push_back({"scale", std::get<double>(*s), t, {{n.name, "scale"}}});
     if (!out.empty()) return out;
     GraphConstant scale{"scale", 1.0, t};
+    std::vector<ConstantSite> literals;
     for (const Node& n : g.nodes) {
       if (n.op == kMulScalar && n.args.size() == 2 && std::holds_alternative<double>(n.args[1])) {
-        scale.value *= std::get<double>(n.args[1]);
-        scale.sites.push_back({n.name, "", 1});
+        scale.value *= op_math_literal(std::get<double>(n.args[1]));
+        literals.push_back({n.name, "", 1});
       } else if (n.op == kMulTensor && n.args.size() == 2) {
         const auto* c = std::get_if<ValueRef>(&n.args[1]);
         if (!c || g.nodes[c->node].op != "get_attr") continue;
@@ -102,6 +106,7 @@ class XnnpackTarget : public Target {
         scale.sites.push_back({"", "", -1, buffer});
       }
     }
+    scale.sites.insert(scale.sites.end(), literals.begin(), literals.end());
     if (scale.sites.empty()) return {};
     return {scale};
   }
