@@ -66,6 +66,12 @@ void zero_fully_masked_rows(const Tensor& x, Tensor& p) {
 // dtype=mask.dtype).
 std::vector<Tensor> sdpa_operator(const KernelArgs& a) {
   const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+  // SDPAConfig (semantics §3.3) delegates an fp32 node only; outside the
+  // delegate nothing runs it: kernels/portable/functions.yaml has no SDPA.
+  if (q.dtype != DType::f32)
+    throw KernelError(KernelError::Kind::unsupported,
+                      std::string("SDPAConfig supports FP32 only: an ") + dtype_name(q.dtype) +
+                          " SDPA is not delegated, and the portable kernels have none");
   const Tensor* mask = a.optional_tensor(3);
   if (!mask) throw KernelError(KernelError::Kind::recoverable, "SDPAVisitor: the XNNPACK SDPA node needs a mask");
   if (mask->dtype != DType::f32 && mask->dtype != DType::f16)
@@ -94,7 +100,8 @@ std::vector<Tensor> sdpa_operator(const KernelArgs& a) {
 }  // namespace
 
 bool runs_on_xnnpack(const std::string& op, DType t) {
-  if (op == kBmm || op == kMulTensor || op == kSdpaOp) return t == DType::f32 || t == DType::f16;
+  if (op == kSdpaOp) return t == DType::f32;  // SDPAConfig: FP32 only
+  if (op == kBmm || op == kMulTensor) return t == DType::f32 || t == DType::f16;
   if (op == kSafeSoftmax) return t == DType::f32;  // this XNNPACK has no f16 softmax
   return false;
 }

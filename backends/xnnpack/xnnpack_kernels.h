@@ -11,8 +11,9 @@ namespace sdpa::xnnpack {
 
 /// bmm (f32, f16) through fully-connected operators, mul.Tensor (f32, f16),
 /// _safe_softmax over the last dim (f32: XNNPACK's softmax, then the
-/// fully-masked-row guard on portable kernels), aten SDPA on the SDPA
-/// operator model as the deleted SDPAVisitor fed it; every other op on the
+/// fully-masked-row guard on portable kernels), an fp32 aten SDPA on the
+/// SDPA operator model as the deleted SDPAVisitor fed it (any other dtype:
+/// unsupported, as SDPAConfig took FP32 only); every other op on the
 /// reference kernels in emulated numerics (ExecuTorch's portable kernels).
 /// An XNNPACK status other than success is a KernelError naming the
 /// function and the status (unsupported hardware: `unsupported`).
