@@ -3,7 +3,7 @@
 /// decomposition of aten SDPA leaves for the XNNPACK partitioner, as in its
 /// SDPA pattern graphs (semantics/cortex-m-and-xnnpack.md §3.1): scalar MULs
 /// of the scale, permute_copy / expand_copy / view_copy, bmm, add(mask),
-/// _safe_softmax, bmm. Variants move the scale MUL or put another op
+/// _safe_softmax (or its decomposition), bmm. Variants move the scale MUL or put another op
 /// between a MUL and its bmm (semantics/passes.md §4).
 #include <string>
 #include <vector>
@@ -25,6 +25,15 @@ inline constexpr const char* kSafeSoftmax = "aten._safe_softmax.default";
 inline constexpr const char* kClone = "aten.clone.default";
 inline constexpr const char* kToCopy = "aten._to_copy.default";
 inline constexpr const char* kWhereScalar = "aten.where.Scalar";
+// The edge form of _safe_softmax where to_edge decomposes it (torch._decomp
+// safe_softmax: softmax, then zeros where a row is all -inf; all() as
+// logical_not(any(logical_not(.)))).
+inline constexpr const char* kSoftmax = "aten._softmax.default";
+inline constexpr const char* kEqScalar = "aten.eq.Scalar";
+inline constexpr const char* kLogicalNot = "aten.logical_not.default";
+inline constexpr const char* kAnyDim = "aten.any.dim";
+inline constexpr const char* kFullLike = "aten.full_like.default";
+inline constexpr const char* kWhereSelf = "aten.where.self";
 
 /// Where the traced graph multiplies by the scale.
 enum class ScaleSite {
@@ -36,12 +45,21 @@ enum class ScaleSite {
 /// An op placed between a scale MUL and its bmm.
 enum class PathOp { none, clone, transpose, to_copy };
 
+/// How the softmax appears in the edge graph (UNVERIFIED which one upstream's
+/// PyTorch leaves, semantics §3.1; the pattern graphs are traced the same way
+/// as the model, so they hold the same form).
+enum class SoftmaxForm {
+  safe_softmax,  ///< one _safe_softmax node
+  decomposed,    ///< _softmax, eq.Scalar / logical_not / any.dim / logical_not, full_like, where.self
+};
+
 struct PatternVariant {
   std::string name;  ///< Case::variant
   ScaleSite site;
   PathOp extra;
   bool noop_expands;  ///< false: the no-op expand_copy nodes removed (as RemoveNoopExpandCopyPass leaves them)
   std::string what;
+  SoftmaxForm softmax = SoftmaxForm::safe_softmax;
 };
 
 /// Every variant, the upstream pattern form ("qk") first.

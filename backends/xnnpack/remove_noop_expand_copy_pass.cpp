@@ -18,8 +18,8 @@ Pass::Result RemoveNoopExpandCopyPass::run(const Graph& g, const ShapeEnv&, cons
   Result result;
   GraphRewriter rw(g);
   for (const Node& n : g.nodes) {
-    const bool removed = checked_ ? is_noop_expand_copy(g, n)
-                                  : n.op == kExpandCopy && !n.args.empty() && std::holds_alternative<ValueRef>(n.args[0]);
+    const bool any_expand = n.op == kExpandCopy && !n.args.empty() && std::holds_alternative<ValueRef>(n.args[0]);
+    const bool removed = checked_ ? is_noop_expand_copy(g, n) : any_expand;
     if (removed)
       rw.replace(n, {rw.map(std::get<ValueRef>(n.args[0]))});
     else

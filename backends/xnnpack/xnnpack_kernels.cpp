@@ -102,7 +102,7 @@ std::vector<Tensor> sdpa_operator(const KernelArgs& a) {
 bool runs_on_xnnpack(const std::string& op, DType t) {
   if (op == kSdpaOp) return t == DType::f32;  // SDPAConfig: FP32 only
   if (op == kBmm || op == kMulTensor) return t == DType::f32 || t == DType::f16;
-  if (op == kSafeSoftmax) return t == DType::f32;  // this XNNPACK has no f16 softmax
+  if (op == kSafeSoftmax || op == kSoftmax) return t == DType::f32;  // this XNNPACK has no f16 softmax
   return false;
 }
 
@@ -113,26 +113,6 @@ PartitionCounts partition_counts(const Graph& g) {
     (runs_on_xnnpack(n.op, n.outputs[0].dtype) ? c.delegated : c.portable) += 1;
   }
   return c;
-}
-
-KernelSet make_edge_reference_kernels(const std::string& name, Numerics numerics) {
-  KernelSet k = make_reference_kernels(name, numerics);
-  k.add(kExpandCopy, *k.find("aten.expand.default"));
-  k.add(kViewCopy, *k.find("aten.view.default"));
-  k.add(kPermuteCopy, *k.find("aten.permute.default"));
-  // Portable mul.Scalar reads the Scalar as scalar_to<CTYPE_COMPUTE> (float
-  // for f16 and f32): the graph's double literal is rounded there, in every
-  // numerics, the exact one included.
-  KernelFn mul = *k.find(kMulScalar);
-  k.add(kMulScalar, [mul](const KernelArgs& a) {
-    const DType t = a.tensor(0).dtype;
-    KernelArgs read = a;
-    if ((t == DType::f32 || t == DType::f16 || t == DType::bf16) && read.args.size() > 1 &&
-        std::holds_alternative<double>(read.args[1]))
-      read.args[1] = round_to(DType::f32, std::get<double>(read.args[1]));
-    return mul(read);
-  });
-  return k;
 }
 
 KernelSet make_xnnpack_kernels() {
@@ -160,6 +140,14 @@ KernelSet make_xnnpack_kernels() {
       zero_fully_masked_rows(x, p);
       return p;
     });
+  });
+  // The decomposed form's _softmax: XNNPACK's softmax alone, the row guard
+  // stays on portable kernels as its own nodes.
+  k.add(kSoftmax, [ref](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    const int64_t dim = a.integer(1);
+    if (a.out_dtype() != DType::f32 || x.dim() == 0 || (dim != -1 && dim != x.dim() - 1)) return portable(*ref, a);
+    return xnn_call(a, [&] { return from_float(softmax_last_dim(to_float(x)), DType::f32); });
   });
   k.add(kSdpaOp, sdpa_operator);
   return k;

@@ -150,6 +150,7 @@ TEST(XnnpackPasses, WhatEachVariantKeepsLiftsAndConverts) {
   const std::map<std::string, Expect> expected = {
       {"qk", {2, 0, 1}},         {"qk-no-expand", {2, 0, 0}}, {"q", {1, 0, 0}},          {"scores", {0, 1, 0}},
       {"qk-clone", {1, 1, 0}},   {"qk-transpose", {1, 1, 0}}, {"qk-to-copy", {1, 1, 0}},
+      {"qk-safe-softmax-decomposed", {2, 0, 1}},
   };
   for (const auto& v : pattern_variants()) {
     const Case c = with_variant(masked_call(), v.name);
@@ -159,7 +160,7 @@ TEST(XnnpackPasses, WhatEachVariantKeepsLiftsAndConverts) {
     int kept = 0, lifted_n = 0;
     for (const auto& d : lifted.decisions) (d.rewrite ? lifted_n : kept) += 1;
     const size_t before = match_sdpa_pattern(g0).size();
-    std::printf("%-13s matched before lift %zu, after %zu; MULs kept %d, lifted %d; SDPA %d\n", v.name.c_str(), before,
+    std::printf("%-26s matched before lift %zu, after %zu; MULs kept %d, lifted %d; SDPA %d\n", v.name.c_str(), before,
                 match_sdpa_pattern(lifted.graph).size(), kept, lifted_n, converted.graph.count(kSdpaOp));
     const Expect& e = expected.at(v.name);
     EXPECT_EQ(kept, e.muls_kept) << v.name;
@@ -167,6 +168,45 @@ TEST(XnnpackPasses, WhatEachVariantKeepsLiftsAndConverts) {
     EXPECT_EQ(converted.graph.count(kSdpaOp), e.converted) << v.name;
     EXPECT_EQ(static_cast<int>(before), e.converted) << v.name << ": the upstream lift never breaks a match";
   }
+}
+
+// The pattern graphs are traced by the PyTorch that traces the model, so a
+// decomposed _safe_softmax is in both (semantics §3.1, UNVERIFIED which
+// form upstream's PyTorch leaves): the pattern matches its own form, and the
+// row guard's six nodes run on portable kernels where no SDPA replaces them.
+TEST(XnnpackPasses, TheDecomposedSafeSoftmaxMatchesItsOwnFormAndItsGuardIsPortable) {
+  const Case c = with_variant(masked_call(16), "qk-safe-softmax-decomposed");
+  const Graph g0 = pattern_entry_graph(c);
+  EXPECT_EQ(g0.count(kSafeSoftmax), 0);
+  EXPECT_EQ(g0.count(kSoftmax), 1);
+  EXPECT_EQ(g0.count(kLogicalNot), 2);
+  ASSERT_EQ(match_sdpa_pattern(g0).size(), 1u);
+  const size_t safe_nodes = match_sdpa_pattern(pattern_entry_graph(masked_call(16)))[0].nodes.size();
+  EXPECT_EQ(match_sdpa_pattern(g0)[0].nodes.size(), safe_nodes + 6) << "the guard's six nodes are matched too";
+  const Graph g1 = convert(c);
+  EXPECT_EQ(g1.count(kSdpaOp), 1);
+  EXPECT_EQ(g1.nodes.size(), 5u) << "q, k, v, attn_mask and the SDPA: the guard went with the pattern";
+  EXPECT_EQ(sdpa_scale(g1), 0.25);
+  // A guard that reads another value than the scores is not the pattern.
+  Graph wrong = g0;
+  for (Node& n : wrong.nodes)
+    if (n.op == kEqScalar) n.args[0] = ValueRef{wrong.find("q"), 0};
+  EXPECT_EQ(match_sdpa_pattern(wrong).size(), 0u);
+  // Unconverted (no mask: the pattern adds one), the counters see the guard
+  // on portable kernels and XNNPACK's softmax delegated.
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto target = registry.make("xnnpack", {});
+  Case unmasked = masked_call(16);
+  unmasked.mask.reset();
+  CaseResult safe = run_case(*target, *make_dual_oracle(), unmasked);
+  CaseResult decomposed = run_case(*target, *make_dual_oracle(), with_variant(unmasked, "qk-safe-softmax-decomposed"));
+  ASSERT_EQ(decomposed.counters.at("converted to SDPA"), 0);
+  EXPECT_EQ(decomposed.counters.at("delegated nodes"), safe.counters.at("delegated nodes"));
+  EXPECT_EQ(decomposed.counters.at("delegated nodes"), 3) << "two bmm and _softmax";
+  EXPECT_EQ(decomposed.counters.at("portable nodes"), safe.counters.at("portable nodes") + 6)
+      << "eq.Scalar, two logical_not, any.dim, full_like, where.self";
+  EXPECT_EQ(decomposed.verdict, safe.verdict);
 }
 
 TEST(XnnpackPasses, AnUnguardedLiftBreaksThePatternAndTheInvariantSaysSo) {

@@ -141,9 +141,11 @@ class XnnpackTarget : public Target {
     size_t kept = static_cast<size_t>(after.count(kSdpaOp));
     if (upstream_flow_) kept += match_sdpa_pattern(after).size();
     if (kept < matched)
-      out.push_back("pass order: " + std::to_string(matched - kept) + " of " + std::to_string(matched) + " SDPA pattern match(es) of " +
-                    (upstream_flow_ ? "the graph RemoveNoopExpandCopyPass left" : "the entry graph") +
-                    (upstream_flow_ ? " broken" : " not converted") + " after LiftConstantScalarOperandsPass");
+      out.push_back("pass order: " + std::to_string(matched - kept) + " of " + std::to_string(matched) +
+                    " SDPA pattern match(es) of " +
+                    (upstream_flow_ ? "the graph RemoveNoopExpandCopyPass left broken"
+                                    : "the entry graph not converted") +
+                    " after LiftConstantScalarOperandsPass");
     const double truth = c.effective_scale();
     const DType t = graph_dtype(after);
     for (const Node& n : after.nodes) {
