@@ -1,5 +1,6 @@
 #include "backends/xnnpack/convert_to_sdpa_pass.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -26,13 +27,55 @@ std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, S
   return scale;
 }
 
+namespace {
+
+// Whether every node of match `m` lies in one delegate; the detail names
+// the nodes outside every delegate and how many delegates the rest span.
+bool inside_one_delegate(const Graph& g, const SdpaPatternMatch& m, const Partitions& p, std::string& detail) {
+  std::set<int> delegates;
+  std::string outside;
+  std::vector<int> nodes = m.nodes;
+  std::sort(nodes.begin(), nodes.end());
+  for (int n : nodes) {
+    if (p.of_node[n] >= 0) {
+      delegates.insert(p.of_node[n]);
+    } else {
+      outside += (outside.empty() ? "" : ", ") + ("%" + g.nodes[n].name) + " (" + g.nodes[n].op + ")";
+    }
+  }
+  const bool one = outside.empty() && delegates.size() == 1;
+  if (one) {
+    detail = "every matched node lies in delegate " + std::to_string(*delegates.begin());
+  } else {
+    detail = (outside.empty() ? std::string("every matched node is delegated")
+                              : "not delegated: " + outside) +
+             "; the delegated nodes of the match lie in " + std::to_string(delegates.size()) +
+             " delegate(s): the pass, run on each delegate, never sees the pattern whole";
+  }
+  return one;
+}
+
+}  // namespace
+
 Pass::Result ConvertToSDPAPass::run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const {
   Result result;
   std::vector<std::pair<SdpaPatternMatch, double>> rewrites;
+  const Partitions parts = per_delegate() ? partition(g, delegates_) : Partitions{};
   for (const auto& m : match_sdpa_pattern(g)) {
     const Node& out = g.nodes[m.output];
     GuardContext guard(env, "%" + out.name);
     guard.rule("pattern", true, std::string("sdpa pattern graph: ") + sdpa_pattern_description());
+    if (per_delegate()) {
+      std::string where;
+      if (!guard.rule("inside-one-delegate", inside_one_delegate(g, m, parts, where), where)) {
+        Decision d = guard.finish();
+        d.forced = control.rewrites(d);
+        result.decisions.push_back(d);
+        // A forced conversion lands outside any one delegate: nothing lowers it either.
+        if (control.rewrites(d)) throw PassUnsupported(kNoSdpaVisitor);
+        continue;
+      }
+    }
     const std::optional<double> scale = recover_scale(g, m, recovery_);
     if (!scale) throw ConvertToSdpaError("AssertionError: Could not find scale");
     const Node& first = g.nodes[m.scalar_muls[0]];
@@ -47,6 +90,8 @@ Pass::Result ConvertToSDPAPass::run(const Graph& g, const ShapeEnv& env, const R
     result.decisions.push_back(d);
     if (control.rewrites(d)) rewrites.push_back({m, *scale});
   }
+  // Preprocess serializes each delegate next: no visitor takes the new node.
+  if (per_delegate() && !rewrites.empty()) throw PassUnsupported(kNoSdpaVisitor);
   std::set<int> dropped;  // the matched nodes, dead once the output is replaced
   for (const auto& [m, s] : rewrites) dropped.insert(m.nodes.begin(), m.nodes.end());
   GraphRewriter rw(g);

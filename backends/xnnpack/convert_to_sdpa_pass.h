@@ -3,10 +3,13 @@
 /// semantics/cortex-m-and-xnnpack.md §3.2): each match of the partitioner's
 /// SDPA pattern becomes one aten SDPA whose scale is the first mul.Scalar
 /// literal, rounded to the MUL's dtype, squared; a mask of rank other than 2
-/// raises and aborts the pass.
+/// raises and aborts the pass. Upstream runs it on each delegated subgraph
+/// (the `per_delegate` placement); the design flow of semantics/passes.md §4
+/// runs it on the whole traced graph.
 #include <stdexcept>
 
 #include "backends/xnnpack/sdpa_pattern.h"
+#include "backends/xnnpack/xnnpack_partition.h"
 #include "harness/check/target.h"
 
 namespace sdpa::xnnpack {
@@ -26,21 +29,33 @@ class ConvertToSdpaError : public std::runtime_error {
 /// The upstream message for a matched mask of rank `rank`.
 std::string mask_rank_message(int64_t rank);
 
+/// Why a converted SDPA cannot be lowered where the pass runs inside a delegate.
+inline constexpr const char* kNoSdpaVisitor =
+    "no node visitor for aten.scaled_dot_product_attention.default (deleted in #11506)";
+
 /// get_scale on one match: the recovered scale, or none when the first
 /// mul.Scalar's literal is not a float.
 std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, ScaleRecovery r);
 
 class ConvertToSDPAPass : public Pass {
  public:
+  /// On the whole graph (the design flow).
   explicit ConvertToSDPAPass(ScaleRecovery r = ScaleRecovery::upstream) : recovery_(r) {}
+  /// On each delegate the partitioner leaves (`delegates` says which nodes
+  /// it takes): a match is converted only when every node of it lies in one
+  /// delegate, and a converted node then fails to serialize.
+  ConvertToSDPAPass(ScaleRecovery r, Delegates delegates) : recovery_(r), delegates_(std::move(delegates)) {}
   std::string name() const override { return "ConvertToSDPAPass"; }
+  bool per_delegate() const { return static_cast<bool>(delegates_); }
   using Pass::run;
   /// Throws where upstream raises: PassUnsupported for a matched mask of
-  /// rank != 2, ConvertToSdpaError when no scale is found.
+  /// rank != 2 and, per delegate, for a converted node (kNoSdpaVisitor);
+  /// ConvertToSdpaError when no scale is found.
   Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override;
 
  private:
   ScaleRecovery recovery_;
+  Delegates delegates_;  ///< empty: the whole graph
 };
 
 }  // namespace sdpa::xnnpack

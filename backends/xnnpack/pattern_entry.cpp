@@ -19,6 +19,10 @@ const std::vector<PatternVariant>& pattern_variants() {
        "as qk, with k's MUL before its permute_copy (a transpose between the MUL and the bmm)"},
       {"qk-to-copy", ScaleSite::q_and_k, PathOp::to_copy, true,
        "as qk, with a same-dtype _to_copy between q's MUL and its expand_copy"},
+      {"qk-safe-softmax-decomposed", ScaleSite::q_and_k, PathOp::none, true,
+       "as qk, with _safe_softmax decomposed into _softmax and its all -inf row guard (eq, logical_not, any, "
+       "full_like, where)",
+       SoftmaxForm::decomposed},
   };
   return v;
 }
@@ -32,20 +36,18 @@ const PatternVariant& pattern_variant(const std::string& name) {
   throw InputError("case.variant: target xnnpack has variants " + names + "; got \"" + name + "\"");
 }
 
-namespace {
-double f32(double x) { return static_cast<double>(static_cast<float>(x)); }
-}  // namespace
-
 std::vector<double> scale_literals(const Case& c) {
   const double s = c.effective_scale();
-  if (pattern_variant(c.variant).site != ScaleSite::q_and_k) return {f32(s)};
-  const double root = f32(std::sqrt(std::fabs(s)));
+  if (pattern_variant(c.variant).site != ScaleSite::q_and_k) return {s};
+  const double root = std::sqrt(std::fabs(s));
   return {std::signbit(s) ? -root : root, root};
 }
 
+double op_math_literal(double literal) { return static_cast<double>(static_cast<float>(literal)); }
+
 double traced_scale(const Case& c) {
   double product = 1.0;
-  for (double l : scale_literals(c)) product *= l;  // two f32 values: exact in double
+  for (double l : scale_literals(c)) product *= op_math_literal(l);  // two f32 values: exact in double
   return product;
 }
 
@@ -113,7 +115,7 @@ class PatternBuilder {
     s = view(s, score_shape(c_));
     if (v_.site == ScaleSite::scores) s = mul(s, lit[0]);
     if (mask) s = call(kAddTensor, {s, *mask}, score_shape(c_));
-    ValueRef p = call(kSafeSoftmax, {s, int64_t{-1}}, score_shape(c_));
+    ValueRef p = softmax(s);
 
     // P @ v.
     ValueRef pv = view(expand(p, score_shape(c_), false), with_tail({}, {N, c_.q_len, c_.kv_len}));
@@ -136,6 +138,21 @@ class PatternBuilder {
     return call(kExpandCopy, {x, shape}, shape);
   }
   ValueRef view(ValueRef x, SymShape shape) { return call(kViewCopy, {x, shape}, shape); }
+  // _safe_softmax over the keys, or its decomposition: softmax, then 0 in
+  // every row whose scores are all -inf.
+  ValueRef softmax(ValueRef s) {
+    const SymShape shape = score_shape(c_);
+    if (v_.softmax == SoftmaxForm::safe_softmax) return call(kSafeSoftmax, {s, int64_t{-1}}, shape);
+    SymShape row = shape;
+    row.back() = SymExpr(1);
+    ValueRef p = g_.call(kSoftmax, {s, int64_t{-1}, false}, {}, {{t_, shape}});
+    ValueRef masked = g_.call(kEqScalar, {s, -std::numeric_limits<double>::infinity()}, {}, {{DType::b8, shape}});
+    ValueRef kept = g_.call(kLogicalNot, {masked}, {}, {{DType::b8, shape}});
+    ValueRef any_kept = g_.call(kAnyDim, {kept, int64_t{-1}, true}, {}, {{DType::b8, row}});
+    ValueRef all_masked = g_.call(kLogicalNot, {any_kept}, {}, {{DType::b8, row}});
+    ValueRef zeros = g_.call(kFullLike, {p, 0.0}, {}, {{t_, shape}});
+    return g_.call(kWhereSelf, {all_masked, zeros, p}, {}, {{t_, shape}});
+  }
 
   const Case& c_;
   const PatternVariant& v_;

@@ -71,20 +71,31 @@ TEST(XnnpackEntry, EveryVariantVerifiesAndMeansTheCallOnExactKernels) {
   EXPECT_EQ(checked, static_cast<int>(pattern_variants().size() * calls().size()));
 }
 
-TEST(XnnpackEntry, TheScaleIsSplitIntoF32LiteralsWithTheSignOnQ) {
+TEST(XnnpackEntry, TheScaleIsSplitIntoDoubleLiteralsWithTheSignOnQ) {
   Case c = masked_call(64);
-  const double root = static_cast<float>(std::sqrt(0.125));
+  const double root = std::sqrt(0.125);
   EXPECT_EQ(scale_literals(c), (std::vector<double>{root, root}));
+  EXPECT_NE(root, static_cast<float>(root)) << "the literal is the unrounded double";
+  const Graph g = pattern_entry_graph(c);
+  int muls = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op != kMulScalar) continue;
+    EXPECT_EQ(std::get<double>(n.args[1]), root);
+    ++muls;
+  }
+  EXPECT_EQ(muls, 2);
   c.scale = -0.5;
-  const double half = static_cast<float>(std::sqrt(0.5));
+  const double half = std::sqrt(0.5);
   EXPECT_EQ(scale_literals(c), (std::vector<double>{-half, half}));
-  EXPECT_EQ(traced_scale(c), -half * half);
+  // The op math reads each literal as a float: the graph means their product.
+  const double read = static_cast<float>(half);
+  EXPECT_EQ(traced_scale(c), -read * read);
   EXPECT_EQ(scale_literals(with_variant(c, "scores")), std::vector<double>{-0.5});
 }
 
-TEST(XnnpackEntry, OnlyTheMaskedPatternFormMatches) {
+TEST(XnnpackEntry, OnlyTheMaskedPatternFormsMatch) {
   for (const auto& v : pattern_variants()) {
-    const size_t expected = v.name == "qk" ? 1 : 0;
+    const size_t expected = v.name == "qk" || v.name == "qk-safe-softmax-decomposed" ? 1 : 0;
     EXPECT_EQ(match_sdpa_pattern(pattern_entry_graph(with_variant(masked_call(), v.name))).size(), expected) << v.name;
     Case unmasked = with_variant(masked_call(), v.name);
     unmasked.mask.reset();  // the pattern graphs all hold the add of a mask

@@ -10,7 +10,9 @@ namespace sdpa::xnnpack {
 
 const char* sdpa_pattern_description() {
   return "view_copy(bmm(view_copy(expand_copy(_safe_softmax(add(view_copy(bmm(view_copy(expand_copy(mul.Scalar(q))), "
-         "view_copy(expand_copy(mul.Scalar(permute_copy(k)))))), mask)))), view_copy(expand_copy(v))))";
+         "view_copy(expand_copy(mul.Scalar(permute_copy(k)))))), mask)))), view_copy(expand_copy(v)))), "
+         "_safe_softmax(x) or its decomposition where(logical_not(any.dim(logical_not(eq.Scalar(x)))), "
+         "full_like(_softmax(x)), _softmax(x))";
 }
 
 namespace {
@@ -50,6 +52,32 @@ std::optional<int> operand(Walk& w, int bmm, size_t arg) {
   return view ? w.take(*view, 0, kExpandCopy) : std::nullopt;
 }
 
+// Whether argument `arg` of node `at` reads node `node`'s first output.
+bool reads(const Graph& g, int at, size_t arg, int node) {
+  const Node& n = g.nodes[at];
+  const auto* ref = arg < n.args.size() ? std::get_if<ValueRef>(&n.args[arg]) : nullptr;
+  return ref && ref->node == node && ref->output == 0;
+}
+
+// The softmax over the scores, from the expand_copy that reads it back to
+// the add of the mask: _safe_softmax(add), or its decomposition
+// where(logical_not(any.dim(logical_not(eq.Scalar(add)))), full_like(sm), sm)
+// with sm = _softmax(add). Returns the add.
+std::optional<int> softmax_of_add(const Graph& g, Walk& w, int p_expand) {
+  if (auto safe = w.take(p_expand, 0, kSafeSoftmax)) return w.take(*safe, 0, kAddTensor);
+  auto where = w.take(p_expand, 0, kWhereSelf);
+  auto rows = where ? w.take(*where, 0, kLogicalNot) : std::nullopt;
+  auto any = rows ? w.take(*rows, 0, kAnyDim) : std::nullopt;
+  auto kept = any ? w.take(*any, 0, kLogicalNot) : std::nullopt;
+  auto masked = kept ? w.take(*kept, 0, kEqScalar) : std::nullopt;
+  auto zeros = masked ? w.take(*where, 1, kFullLike) : std::nullopt;
+  auto sm = zeros ? w.take(*where, 2, kSoftmax) : std::nullopt;
+  if (!sm || !reads(g, *zeros, 0, *sm)) return std::nullopt;
+  auto add = w.take(*sm, 0, kAddTensor);
+  if (!add || !reads(g, *masked, 0, *add)) return std::nullopt;
+  return add;
+}
+
 std::optional<SdpaPatternMatch> match_at(const Graph& g, int out) {
   SdpaPatternMatch m;
   m.output = out;
@@ -59,8 +87,7 @@ std::optional<SdpaPatternMatch> match_at(const Graph& g, int out) {
   auto pv_bmm = w.take(out, 0, kBmm);
   if (!pv_bmm) return std::nullopt;
   auto p_expand = operand(w, *pv_bmm, 0);
-  auto softmax = p_expand ? w.take(*p_expand, 0, kSafeSoftmax) : std::nullopt;
-  auto add = softmax ? w.take(*softmax, 0, kAddTensor) : std::nullopt;
+  auto add = p_expand ? softmax_of_add(g, w, *p_expand) : std::nullopt;
   auto scores = add ? w.take(*add, 0, kViewCopy) : std::nullopt;
   auto qk_bmm = scores ? w.take(*scores, 0, kBmm) : std::nullopt;
   auto q_expand = qk_bmm ? operand(w, *qk_bmm, 0) : std::nullopt;

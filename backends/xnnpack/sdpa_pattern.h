@@ -4,6 +4,9 @@
 /// torch.fx's SubgraphMatcher(ignore_literals=True) finds it: the same ops
 /// wired the same way, any literal, the pattern's placeholders (q, k, v,
 /// mask) bound to any value, no interior node read from outside the match.
+/// The softmax is _safe_softmax or its edge decomposition: the pattern
+/// graphs are traced by the same PyTorch as the model, so a graph holds
+/// one form and the pattern the same one (semantics §3.1, UNVERIFIED which).
 #include <string>
 #include <vector>
 

@@ -66,6 +66,12 @@ void zero_fully_masked_rows(const Tensor& x, Tensor& p) {
 // dtype=mask.dtype).
 std::vector<Tensor> sdpa_operator(const KernelArgs& a) {
   const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+  // SDPAConfig (semantics §3.3) delegates an fp32 node only; outside the
+  // delegate nothing runs it: kernels/portable/functions.yaml has no SDPA.
+  if (q.dtype != DType::f32)
+    throw KernelError(KernelError::Kind::unsupported,
+                      std::string("SDPAConfig supports FP32 only: an ") + dtype_name(q.dtype) +
+                          " SDPA is not delegated, and the portable kernels have none");
   const Tensor* mask = a.optional_tensor(3);
   if (!mask) throw KernelError(KernelError::Kind::recoverable, "SDPAVisitor: the XNNPACK SDPA node needs a mask");
   if (mask->dtype != DType::f32 && mask->dtype != DType::f16)
@@ -94,8 +100,9 @@ std::vector<Tensor> sdpa_operator(const KernelArgs& a) {
 }  // namespace
 
 bool runs_on_xnnpack(const std::string& op, DType t) {
-  if (op == kBmm || op == kMulTensor || op == kSdpaOp) return t == DType::f32 || t == DType::f16;
-  if (op == kSafeSoftmax) return t == DType::f32;  // this XNNPACK has no f16 softmax
+  if (op == kSdpaOp) return t == DType::f32;  // SDPAConfig: FP32 only
+  if (op == kBmm || op == kMulTensor) return t == DType::f32 || t == DType::f16;
+  if (op == kSafeSoftmax || op == kSoftmax) return t == DType::f32;  // this XNNPACK has no f16 softmax
   return false;
 }
 
@@ -106,14 +113,6 @@ PartitionCounts partition_counts(const Graph& g) {
     (runs_on_xnnpack(n.op, n.outputs[0].dtype) ? c.delegated : c.portable) += 1;
   }
   return c;
-}
-
-KernelSet make_edge_reference_kernels(const std::string& name, Numerics numerics) {
-  KernelSet k = make_reference_kernels(name, numerics);
-  k.add(kExpandCopy, *k.find("aten.expand.default"));
-  k.add(kViewCopy, *k.find("aten.view.default"));
-  k.add(kPermuteCopy, *k.find("aten.permute.default"));
-  return k;
 }
 
 KernelSet make_xnnpack_kernels() {
@@ -141,6 +140,14 @@ KernelSet make_xnnpack_kernels() {
       zero_fully_masked_rows(x, p);
       return p;
     });
+  });
+  // The decomposed form's _softmax: XNNPACK's softmax alone, the row guard
+  // stays on portable kernels as its own nodes.
+  k.add(kSoftmax, [ref](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    const int64_t dim = a.integer(1);
+    if (a.out_dtype() != DType::f32 || x.dim() == 0 || (dim != -1 && dim != x.dim() - 1)) return portable(*ref, a);
+    return xnn_call(a, [&] { return from_float(softmax_last_dim(to_float(x)), DType::f32); });
   });
   k.add(kSdpaOp, sdpa_operator);
   return k;

@@ -99,6 +99,30 @@ TEST(XnnpackKernels, TheSdpaOperatorRefusesAFourDimKeyWithOneHead) {
   }
 }
 
+// SDPAConfig supported FP32 only (semantics §3.3): an f16 SDPA is not
+// delegated, and no portable kernel runs it.
+TEST(XnnpackKernels, AnF16ConvertedSdpaIsNotRunOnTheOperator) {
+  Case c = masked_call(16, DType::f16);
+  c.q_len = 4;
+  c.mask->shape = {SymExpr(4), SymExpr(4)};
+  const Graph g = ConvertToSDPAPass().run(pattern_entry_graph(c), c.shape_env()).graph;
+  ASSERT_EQ(g.count(kSdpaOp), 1);
+  EXPECT_FALSE(runs_on_xnnpack(kSdpaOp, DType::f16));
+  EXPECT_EQ(partition_counts(g).delegated, 0);
+  try {
+    interpret(g, make_xnnpack_kernels(), inputs_of(c), RunContext{{}, c.data.seed});
+    FAIL() << "the f16 node ran";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.kind, KernelError::Kind::unsupported);
+    EXPECT_NE(std::string(e.what()).find("SDPAConfig supports FP32 only"), std::string::npos) << e.what();
+  }
+  // The same call in f32 runs on the operator model.
+  Case f32 = c;
+  f32.dtype = f32.mask->dtype = DType::f32;
+  const Graph h = ConvertToSDPAPass().run(pattern_entry_graph(f32), f32.shape_env()).graph;
+  EXPECT_EQ(interpret(h, make_xnnpack_kernels(), inputs_of(f32), RunContext{{}, f32.data.seed}).outputs.size(), 1u);
+}
+
 TEST(XnnpackKernels, DelegatedAndPortableNodesPerVariant) {
   for (const auto& v : pattern_variants()) {
     const Graph g = pattern_entry_graph(with_variant(masked_call(), v.name));

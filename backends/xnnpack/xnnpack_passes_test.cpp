@@ -75,6 +75,39 @@ TEST(XnnpackConvert, RecoversTheUpstreamScaleOfProperty16) {
   EXPECT_EQ(sdpa_scale(convert(negative)), 0.25) << "squaring loses the sign";
 }
 
+// f16, scale 0.12505962218074274: its square root 0.3536376990377903 lies
+// 2^-28 above the f16 tie 1448.5 * 2^-12, an f32 value. get_scale and the
+// lift round the graph's double literal once, up to 0.353759765625; through
+// f32 first it would land on the tie and round to even, 0.353515625.
+TEST(XnnpackConvert, AnF16LiteralIsRoundedOnceFromTheDoubleAsUpstreamDoes) {
+  Case c = masked_call(16, DType::f16);
+  c.scale = 0.12505962218074274;
+  const Graph g0 = pattern_entry_graph(c);
+  for (const Node& n : g0.nodes) {
+    if (n.op == kMulScalar) {
+      EXPECT_EQ(std::get<double>(n.args[1]), 0.3536376990377903) << n.name;
+    }
+  }
+  EXPECT_EQ(traced_scale(c), 0.12505961954593658) << "the op math reads the tie, in f32";
+  const Graph g1 = convert(c);
+  EXPECT_EQ(sdpa_scale(g1), 0.12514597177505493) << "0.353759765625 squared";
+  // 0.12514597 is 0.1251220703125 in f16, one step above the call's f16 0.125.
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto target = registry.make("xnnpack", {{"guard", "none"}});
+  auto broken = target->invariants(c, g0, g1);
+  ASSERT_EQ(broken.size(), 1u);
+  EXPECT_NE(broken[0].find("(0.1251220703125 in f16)"), std::string::npos) << broken[0];
+  EXPECT_NE(broken[0].find(": 1 ulp of f16"), std::string::npos) << broken[0];
+  // The lift rounds the same literal into q's buffer (the clone hides q's MUL from its guard).
+  Pass::Result lifted = LiftConstantScalarOperandsPass().run(pattern_entry_graph(with_variant(c, "qk-clone")),
+                                                             c.shape_env());
+  ASSERT_EQ(lifted.graph.constants.count("_tensor_constant_0"), 1u);
+  const Tensor& buffer = lifted.graph.constants.at("_tensor_constant_0");
+  EXPECT_EQ(buffer.dtype, DType::f16);
+  EXPECT_EQ(buffer.data, std::vector<double>{0.353759765625});
+}
+
 TEST(XnnpackConvert, ReplacesThePatternWithOneSdpaAndRecordsTheDecision) {
   Pass::Result r = ConvertToSDPAPass().run(pattern_entry_graph(masked_call()), ShapeEnv());
   EXPECT_EQ(r.graph.count(kSdpaOp), 1);
@@ -117,6 +150,7 @@ TEST(XnnpackPasses, WhatEachVariantKeepsLiftsAndConverts) {
   const std::map<std::string, Expect> expected = {
       {"qk", {2, 0, 1}},         {"qk-no-expand", {2, 0, 0}}, {"q", {1, 0, 0}},          {"scores", {0, 1, 0}},
       {"qk-clone", {1, 1, 0}},   {"qk-transpose", {1, 1, 0}}, {"qk-to-copy", {1, 1, 0}},
+      {"qk-safe-softmax-decomposed", {2, 0, 1}},
   };
   for (const auto& v : pattern_variants()) {
     const Case c = with_variant(masked_call(), v.name);
@@ -126,7 +160,7 @@ TEST(XnnpackPasses, WhatEachVariantKeepsLiftsAndConverts) {
     int kept = 0, lifted_n = 0;
     for (const auto& d : lifted.decisions) (d.rewrite ? lifted_n : kept) += 1;
     const size_t before = match_sdpa_pattern(g0).size();
-    std::printf("%-13s matched before lift %zu, after %zu; MULs kept %d, lifted %d; SDPA %d\n", v.name.c_str(), before,
+    std::printf("%-26s matched before lift %zu, after %zu; MULs kept %d, lifted %d; SDPA %d\n", v.name.c_str(), before,
                 match_sdpa_pattern(lifted.graph).size(), kept, lifted_n, converted.graph.count(kSdpaOp));
     const Expect& e = expected.at(v.name);
     EXPECT_EQ(kept, e.muls_kept) << v.name;
@@ -134,6 +168,45 @@ TEST(XnnpackPasses, WhatEachVariantKeepsLiftsAndConverts) {
     EXPECT_EQ(converted.graph.count(kSdpaOp), e.converted) << v.name;
     EXPECT_EQ(static_cast<int>(before), e.converted) << v.name << ": the upstream lift never breaks a match";
   }
+}
+
+// The pattern graphs are traced by the PyTorch that traces the model, so a
+// decomposed _safe_softmax is in both (semantics §3.1, UNVERIFIED which
+// form upstream's PyTorch leaves): the pattern matches its own form, and the
+// row guard's six nodes run on portable kernels where no SDPA replaces them.
+TEST(XnnpackPasses, TheDecomposedSafeSoftmaxMatchesItsOwnFormAndItsGuardIsPortable) {
+  const Case c = with_variant(masked_call(16), "qk-safe-softmax-decomposed");
+  const Graph g0 = pattern_entry_graph(c);
+  EXPECT_EQ(g0.count(kSafeSoftmax), 0);
+  EXPECT_EQ(g0.count(kSoftmax), 1);
+  EXPECT_EQ(g0.count(kLogicalNot), 2);
+  ASSERT_EQ(match_sdpa_pattern(g0).size(), 1u);
+  const size_t safe_nodes = match_sdpa_pattern(pattern_entry_graph(masked_call(16)))[0].nodes.size();
+  EXPECT_EQ(match_sdpa_pattern(g0)[0].nodes.size(), safe_nodes + 6) << "the guard's six nodes are matched too";
+  const Graph g1 = convert(c);
+  EXPECT_EQ(g1.count(kSdpaOp), 1);
+  EXPECT_EQ(g1.nodes.size(), 5u) << "q, k, v, attn_mask and the SDPA: the guard went with the pattern";
+  EXPECT_EQ(sdpa_scale(g1), 0.25);
+  // A guard that reads another value than the scores is not the pattern.
+  Graph wrong = g0;
+  for (Node& n : wrong.nodes)
+    if (n.op == kEqScalar) n.args[0] = ValueRef{wrong.find("q"), 0};
+  EXPECT_EQ(match_sdpa_pattern(wrong).size(), 0u);
+  // Unconverted (no mask: the pattern adds one), the counters see the guard
+  // on portable kernels and XNNPACK's softmax delegated.
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto target = registry.make("xnnpack", {});
+  Case unmasked = masked_call(16);
+  unmasked.mask.reset();
+  CaseResult safe = run_case(*target, *make_dual_oracle(), unmasked);
+  CaseResult decomposed = run_case(*target, *make_dual_oracle(), with_variant(unmasked, "qk-safe-softmax-decomposed"));
+  ASSERT_EQ(decomposed.counters.at("converted to SDPA"), 0);
+  EXPECT_EQ(decomposed.counters.at("delegated nodes"), safe.counters.at("delegated nodes"));
+  EXPECT_EQ(decomposed.counters.at("delegated nodes"), 3) << "two bmm and _softmax";
+  EXPECT_EQ(decomposed.counters.at("portable nodes"), safe.counters.at("portable nodes") + 6)
+      << "eq.Scalar, two logical_not, any.dim, full_like, where.self";
+  EXPECT_EQ(decomposed.verdict, safe.verdict);
 }
 
 TEST(XnnpackPasses, AnUnguardedLiftBreaksThePatternAndTheInvariantSaysSo) {

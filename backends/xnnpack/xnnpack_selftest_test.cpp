@@ -1,6 +1,7 @@
 // Campaigns on the xnnpack target: the default options never crash or
-// disagree with the oracles; upstream's lost sign and each mutant are
-// caught and shrunk; what the passes do is counted per variant.
+// disagree with the oracles; get_scale's lost sign (in the pattern-graph
+// flow) and each mutant are caught and shrunk; what the passes do is
+// counted per variant.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -83,7 +84,7 @@ TEST(XnnpackCampaign, DefaultOptionsNeverCrashOrDisagreeIn1000Cases) {
   EXPECT_GT(per_variant["qk"]["pattern kept whole, converted"], 0);
 }
 
-TEST(XnnpackCampaign, UpstreamLosesTheSignOfANegativeScaleFoundAndShrunk) {
+TEST(XnnpackCampaign, PatternGraphFlowLosesTheSignOfANegativeScaleFoundAndShrunk) {
   GenPolicy p = GenPolicy::defaults();
   p.scale_weights = {{GenPolicy::ScaleKind::negative, 1}};
   TargetRun r = fixture().campaign({{"entry", "pattern"}}, 300, p);
@@ -96,7 +97,7 @@ TEST(XnnpackCampaign, UpstreamLosesTheSignOfANegativeScaleFoundAndShrunk) {
               w->shrink_steps, case_summary(w->shrunk).c_str());
 }
 
-TEST(XnnpackCampaign, UpstreamF32RecoveryIsSoundAgainstTheGraphsLiterals) {
+TEST(XnnpackCampaign, PatternGraphF32RecoveryIsSoundAgainstTheGraphsLiterals) {
   TargetRun r = fixture().campaign({{"entry", "pattern"}}, 300, f32_positive());
   EXPECT_EQ(r.verdicts["unsound-rewrite"] + r.verdicts["rounded-constant"], 0) << run_summary_text({r});
 }

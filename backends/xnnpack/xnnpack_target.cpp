@@ -7,8 +7,10 @@
 #include "backends/xnnpack/convert_to_sdpa_pass.h"
 #include "backends/xnnpack/lift_scalars_pass.h"
 #include "backends/xnnpack/pattern_entry.h"
+#include "backends/xnnpack/remove_noop_expand_copy_pass.h"
 #include "backends/xnnpack/sdpa_pattern.h"
 #include "backends/xnnpack/xnnpack_kernels.h"
+#include "backends/xnnpack/xnnpack_partition.h"
 
 namespace sdpa::xnnpack {
 namespace {
@@ -27,8 +29,11 @@ class XnnpackTarget : public Target {
  public:
   explicit XnnpackTarget(Options o)
       : options_(std::move(o)),
+        upstream_flow_(options_.at("flow") == "upstream"),
+        remove_noop_(options_.at("mutant") != "noop-expand-unchecked"),
         lift_(options_.at("mutant") != "lift-unguarded"),
-        convert_(options_.at("mutant") == "recovery-one-ulp" ? ScaleRecovery::one_ulp_up : ScaleRecovery::upstream),
+        convert_(recovery()),
+        convert_per_delegate_(recovery(), kernel_set_delegates()),
         xnnpack_(make_xnnpack_kernels()),
         exact_(make_edge_reference_kernels("exact", Numerics::exact)),
         naive_(make_edge_reference_kernels("naive", Numerics::naive)) {}
@@ -65,7 +70,8 @@ class XnnpackTarget : public Target {
 
   Graph entry(const Case& c) const override { return pattern_entry_graph(c); }
 
-  // The traced graph multiplies by its f32 literals: it means their product.
+  // The traced graph multiplies by its literals as the op math reads them
+  // (rounded to f32): it means their product.
   Case meaning(const Case& c) const override {
     Case m = c;
     m.scale = traced_scale(c);
@@ -73,7 +79,9 @@ class XnnpackTarget : public Target {
   }
 
   // "scale": a converted SDPA's scale keyword, else the product of the
-  // graph's scalar factors (literals and lifted 0-dim constants).
+  // graph's scalar factors (lifted 0-dim constants, then the literals as the
+  // op math reads them). A buffer or keyword comes first: the checker puts a
+  // value back into the first site, and only those hold it unrounded.
   std::vector<GraphConstant> constants(const Graph& g) const override {
     const DType t = graph_dtype(g);
     std::vector<GraphConstant> out;
@@ -83,10 +91,11 @@ class XnnpackTarget : public Target {
           out.push_back({"scale", std::get<double>(*s), t, {{n.name, "scale"}}});
     if (!out.empty()) return out;
     GraphConstant scale{"scale", 1.0, t};
+    std::vector<ConstantSite> literals;
     for (const Node& n : g.nodes) {
       if (n.op == kMulScalar && n.args.size() == 2 && std::holds_alternative<double>(n.args[1])) {
-        scale.value *= std::get<double>(n.args[1]);
-        scale.sites.push_back({n.name, "", 1});
+        scale.value *= op_math_literal(std::get<double>(n.args[1]));
+        literals.push_back({n.name, "", 1});
       } else if (n.op == kMulTensor && n.args.size() == 2) {
         const auto* c = std::get_if<ValueRef>(&n.args[1]);
         if (!c || g.nodes[c->node].op != "get_attr") continue;
@@ -97,13 +106,20 @@ class XnnpackTarget : public Target {
         scale.sites.push_back({"", "", -1, buffer});
       }
     }
+    scale.sites.insert(scale.sites.end(), literals.begin(), literals.end());
     if (scale.sites.empty()) return {};
     return {scale};
   }
 
+  // pattern-graph: the lift (if any), then ConvertToSDPAPass on the whole
+  // traced graph. upstream: RemoveNoopExpandCopyPass and the lift before
+  // partitioning, then ConvertToSDPAPass on each delegate.
   std::vector<const Pass*> passes() const override {
-    if (options_.at("guard") == "lift") return {&lift_, &convert_};
-    return {&convert_};
+    std::vector<const Pass*> out;
+    if (upstream_flow_) out.push_back(&remove_noop_);
+    if (options_.at("guard") == "lift") out.push_back(&lift_);
+    out.push_back(upstream_flow_ ? &convert_per_delegate_ : &convert_);
+    return out;
   }
 
   std::vector<KernelSetInfo> kernel_sets() const override {
@@ -119,11 +135,17 @@ class XnnpackTarget : public Target {
   // converted), and the recovered scale against the call's, in ulps and sign.
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
     std::vector<std::string> out;
-    const size_t matched = match_sdpa_pattern(before).size();
-    const size_t converted = static_cast<size_t>(after.count(kSdpaOp));
-    if (converted < matched)
-      out.push_back("pass order: " + std::to_string(matched - converted) + " of " + std::to_string(matched) +
-                    " SDPA pattern match(es) of the entry graph not converted after LiftConstantScalarOperandsPass");
+    // Upstream the lift receives the graph RemoveNoopExpandCopyPass left, and
+    // a match that survives it stays unconverted (no delegate holds it whole).
+    const size_t matched = match_sdpa_pattern(lift_input(c, before)).size();
+    size_t kept = static_cast<size_t>(after.count(kSdpaOp));
+    if (upstream_flow_) kept += match_sdpa_pattern(after).size();
+    if (kept < matched)
+      out.push_back("pass order: " + std::to_string(matched - kept) + " of " + std::to_string(matched) +
+                    " SDPA pattern match(es) of " +
+                    (upstream_flow_ ? "the graph RemoveNoopExpandCopyPass left broken"
+                                    : "the entry graph not converted") +
+                    " after LiftConstantScalarOperandsPass");
     const double truth = c.effective_scale();
     const DType t = graph_dtype(after);
     for (const Node& n : after.nodes) {
@@ -153,10 +175,14 @@ class XnnpackTarget : public Target {
   // lift) and the SDPA nodes the passes made of them.
   std::map<std::string, int64_t> counters(const Case& c, const Graph& entry, const Graph& rewritten) const override {
     const PartitionCounts p = partition_counts(rewritten);
-    return {{"delegated nodes", p.delegated},
-            {"portable nodes", p.portable},
-            {"patterns traced", static_cast<int64_t>(match_sdpa_pattern(entry).size())},
-            {"converted to SDPA", rewritten.count(kSdpaOp)}};
+    std::map<std::string, int64_t> out = {{"delegated nodes", p.delegated},
+                                          {"portable nodes", p.portable},
+                                          {"patterns traced", static_cast<int64_t>(match_sdpa_pattern(entry).size())},
+                                          {"converted to SDPA", rewritten.count(kSdpaOp)}};
+    if (upstream_flow_)
+      out["patterns after RemoveNoopExpandCopyPass"] =
+          static_cast<int64_t>(match_sdpa_pattern(lift_input(c, entry)).size());
+    return out;
   }
 
   std::vector<DeclaredDivergence> divergences() const override {
@@ -174,9 +200,19 @@ class XnnpackTarget : public Target {
   }
 
  private:
+  ScaleRecovery recovery() const {
+    return options_.at("mutant") == "recovery-one-ulp" ? ScaleRecovery::one_ulp_up : ScaleRecovery::upstream;
+  }
+  // The graph LiftConstantScalarOperandsPass receives in this flow.
+  Graph lift_input(const Case& c, const Graph& entry) const {
+    return upstream_flow_ ? remove_noop_.run(entry, c.shape_env()).graph : entry;
+  }
+
   Options options_;
+  bool upstream_flow_;
+  RemoveNoopExpandCopyPass remove_noop_;
   LiftConstantScalarOperandsPass lift_;
-  ConvertToSDPAPass convert_;
+  ConvertToSDPAPass convert_, convert_per_delegate_;
   KernelSet xnnpack_, exact_, naive_;
 };
 
@@ -189,20 +225,27 @@ class XnnpackFactory : public TargetFactory {
   }
   std::vector<OptionSpec> option_specs() const override {
     return {{"guard", {"none", "lift"}, "lift",
-             "none: ConvertToSDPAPass alone (snapshot main); lift: LiftConstantScalarOperandsPass (PR #20515) "
-             "before it"},
+             "none: ConvertToSDPAPass alone (snapshot main); lift: LiftConstantScalarOperandsPass (PR #20515, merged "
+             "and then backed out by #22942) before it"},
+            {"flow", {"pattern-graph", "upstream"}, "pattern-graph",
+             "pattern-graph: ConvertToSDPAPass on the whole traced graph (the design flow, semantics/passes.md §4); "
+             "upstream: RemoveNoopExpandCopyPass and the lift before partitioning, ConvertToSDPAPass on each "
+             "delegate (upstream's default flow, where it never converts)"},
             {"entry", {"pattern", "all"}, "all",
              "pattern: the partitioner's pattern graph form only (variant qk); all: every variant (scale on q or "
              "on the scores, no-op expands removed, a clone / transpose / _to_copy between a MUL and its bmm)"},
-            {"mutant", {"none", "recovery-one-ulp", "lift-unguarded"}, "none",
-             "a deliberately wrong pass (self-tests): the recovered scale one ulp up, or the lift without its "
-             "_feeds_sdpa_qk_bmm guard"}};
+            {"mutant", {"none", "recovery-one-ulp", "lift-unguarded", "noop-expand-unchecked"}, "none",
+             "a deliberately wrong pass (self-tests): the recovered scale one ulp up, the lift without its "
+             "_feeds_sdpa_qk_bmm guard, or RemoveNoopExpandCopyPass removing broadcasting expands too (flow=upstream)"}};
   }
   std::vector<MutantSpec> mutants() const override {
-    return {{"recovery-one-ulp", {{"mutant", "recovery-one-ulp"}, {"entry", "pattern"}},
+    return {{"recovery-one-ulp", {{"mutant", "recovery-one-ulp"}, {"entry", "pattern"}, {"flow", "pattern-graph"}},
              "ConvertToSDPAPass recovers a scale one ulp of the graph dtype too large"},
-            {"lift-unguarded", {{"mutant", "lift-unguarded"}, {"guard", "lift"}, {"entry", "pattern"}},
-             "LiftConstantScalarOperandsPass lifts the scale MULs the SDPA pattern needs"}};
+            {"lift-unguarded",
+             {{"mutant", "lift-unguarded"}, {"guard", "lift"}, {"entry", "pattern"}, {"flow", "pattern-graph"}},
+             "LiftConstantScalarOperandsPass lifts the scale MULs the SDPA pattern needs"},
+            {"noop-expand-unchecked", {{"mutant", "noop-expand-unchecked"}, {"flow", "upstream"}},
+             "RemoveNoopExpandCopyPass removes an expand_copy that broadcasts one key/value head"}};
   }
   std::unique_ptr<Target> make(const Options& options) const override {
     return std::make_unique<XnnpackTarget>(options);
