@@ -14,6 +14,7 @@
 #include "backends/cortex_m/cortex_m_ops.h"
 #include "backends/cortex_m/decompose_sdpa_pass.h"
 #include "backends/cortex_m/matmul_to_bmm_pass.h"
+#include "backends/cortex_m/stage_reference.h"
 #include "harness/check/target.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/graph_verify.h"
@@ -224,6 +225,44 @@ TEST(QuantizeLower, SharedDecompKeepsSafeSoftmaxAndScaleMulsFp32) {
     Tensor got = interpret(l.graph, exact, inputs_c, {}).outputs[0];
     for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data[i], want.data[i], 1e-12) << form;
   }
+}
+
+// Scores that are exactly 0 (q ⟂ k) floor the bmm's output observer at eps,
+// while the int8 codes of q and k do not cancel: S_l·S_r/S_o needs a large
+// left shift and acc·2^shift leaves int32. overflow=undefined refuses it
+// (naming the accumulator); overflow=wrap computes the wrapped value, which
+// the stage reference (requantize_cmsis, Python integers) then contradicts.
+TEST(QuantizeLower, AnEpsFlooredBmmOutputOverflowsTheLeftShift) {
+  Case c;
+  c.head_dim = c.value_dim = 2;
+  Graph entry = sdpa_entry_graph(c);
+  Tensor q(DType::f32, {1, 1, 2}), k(DType::f32, {1, 1, 2}), v(DType::f32, {1, 1, 2});
+  q.data = {1000, 1000};
+  k.data = {1000, -1000};
+  v.data = {1, 2};
+  const std::map<std::string, Tensor> in{{"q", q}, {"k", k}, {"v", v}};
+  attach_example_inputs(entry, in);
+  Graph g = DecomposeSdpaPass(Policy::decompose, std::nullopt).run(entry, c.shape_env()).graph;
+  g = MatmulToBmmPass().run(g, {}).graph;
+  const Graph l = QuantizeLowerPass({}).run(g, {}).graph;
+  const Node& bmm = first(l, kBmmOp);
+  EXPECT_EQ(std::get<double>(*bmm.kwarg("output_scale")), static_cast<double>(std::numeric_limits<float>::epsilon()));
+  EXPECT_GT(std::get<int64_t>(bmm.args[6]), 20) << print_graph(l);
+  try {
+    interpret(l, cmsis_nn_kernels(), in, {});
+    ADD_FAILURE() << "not refused";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
+    EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_batch_matmul_s8: acc[0,0,0]·2^shift"),
+              std::string::npos)
+        << e.what();
+  }
+  const KernelSet wrap = cmsis_nn_kernels(cmsis::Rounding::double_rounding, DType::f32, cmsis::Overflow::wrap);
+  const Execution run = interpret(l, wrap, in, {}, /*keep_values=*/true);
+  const std::optional<std::string> breach = first_stage_out_of_bound(l, run);
+  ASSERT_TRUE(breach.has_value());
+  EXPECT_NE(breach->find("stage %bmm"), std::string::npos) << *breach;
+  std::printf("%s\n", breach->c_str());
 }
 
 TEST(QuantizeLower, MinMaxObserver) {

@@ -214,6 +214,19 @@ TEST(SharedDecomp, DropoutIsDecomposed) {
   EXPECT_GT(max_diff(run(shared(c, SharedMutant::drop_dropout), c), want), 1e-3);
 }
 
+// Under int8, dropout's 1 / (1 - p) multiplies the kept weights before P is
+// quantized: the error bound scales v's step and the output with it. This
+// call (p = 0.9, one key) is 0.028 off the golden, within the scaled bound.
+TEST(SharedDecomp, Int8DropoutStaysWithinTheScaledBound) {
+  Case c = call(3, 3, 1, 1, 1);
+  c.batch = {SymExpr(2)};
+  c.dropout_p = 0.9;
+  c.scale = 0.5;
+  c.data.seed = 2425964389181201;
+  const CaseResult r = check(c, {{"guard", "shared-decomp"}});
+  EXPECT_EQ(r.verdict, Verdict::pass) << verdict_name(r.verdict) << ": " << (r.primary() ? r.primary()->detail : "");
+}
+
 // Node kwargs: attn_mask, dropout_p and is_causal may come as kwargs; any
 // kwarg other than those, scale and enable_gqa raises.
 TEST(SharedDecomp, KwargsAreCanonicalizedAndUnknownOnesRaise) {
