@@ -3,6 +3,8 @@
 // emitter's) and each weakened guard rule is caught and shrunk to a small case.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "backends/all_targets.h"
 #include "backends/cortex_m/cortex_m_ops.h"
 #include "generators/case_gen.h"
@@ -123,6 +125,60 @@ TEST(CortexMKnownFindings, TinyScaleAborts) {
   CaseResult r = run_case(*t, *fixture().reference, c);
   ASSERT_EQ(r.verdict, Verdict::crash) << verdict_name(r.verdict);
   EXPECT_NE(r.primary()->detail.find("validate_single_quant_params: shift"), std::string::npos) << r.primary()->detail;
+}
+
+// What shared-decomp's failures are: the shared transform's own raises on
+// calls aten takes (each message with the form of call that meets it) and
+// the shape its GQA tiling gives a value dim of 1; never an int8 finding.
+std::string shared_decomp_class(const Case& c, const CaseResult& r) {
+  const std::string d = r.primary() ? r.primary()->detail : "";
+  const size_t rank = c.batch.size() + 3;
+  if (r.verdict == Verdict::unexpected_error) {
+    if (d.find("SDPA head mismatch requires enable_gqa=True") != std::string::npos)
+      return rank == 4 && c.kv_heads == 1 && c.q_heads > 1 ? "head-mismatch MQA rank 4"
+             : rank == 3                                    ? "head-mismatch rank 3 (Lq != Lkv)"
+                                                            : "head-mismatch other";
+    if (d.find("ValueError: GQA mismatch") != std::string::npos && rank == 3) return "GQA mismatch rank 3";
+    if (d.find("not enough values to unpack") != std::string::npos && rank == 3) return "unpack rank 3";
+    if (d.find("math domain error") != std::string::npos && c.scale && *c.scale < 0) return "math domain error";
+    if (d.find("The expanded size of the tensor") != std::string::npos && c.value_dim != c.head_dim)
+      return "expand v (GQA, Ev != E)";
+  }
+  if (r.verdict == Verdict::shape_mismatch && c.value_dim == 1 && c.head_dim > 1) return "shape (GQA, Ev = 1)";
+  return std::string(verdict_name(r.verdict)) + ": " + d.substr(0, 120);
+}
+
+TEST(CortexMSharedDecomp, ACampaignFindsOnlyTheTransformsOwnFailures) {
+  auto target = fixture().registry.make("cortex-m", {{"guard", "shared-decomp"}});
+  CampaignOptions o;
+  o.seed = 1;
+  o.cases = 1000;
+  o.max_shrink_steps = 0;
+  std::map<std::string, int> classes, passing;  // passing: decomposed and lowered int8 forms that pass
+  o.on_case = [&](const Case& c, const CaseResult& r) {
+    if (r.verdict != Verdict::pass) return void(++classes[shared_decomp_class(c, r)]);
+    if (c.mask) ++passing["mask"];
+    if (c.is_causal) ++passing["causal"];
+    if (c.q_heads != c.kv_heads) ++passing[c.kv_heads == 1 ? "MQA" : "GQA"];
+    if (c.dropout_p > 0) ++passing["dropout"];
+  };
+  TargetRun r = run_target_campaign(*target, *fixture().reference, fixture().generators, o);
+  print_verdicts("cortex-m guard=shared-decomp", r);
+  const std::set<std::string> known = {"head-mismatch MQA rank 4", "head-mismatch rank 3 (Lq != Lkv)",
+                                       "GQA mismatch rank 3",      "unpack rank 3",
+                                       "math domain error",        "expand v (GQA, Ev != E)",
+                                       "shape (GQA, Ev = 1)"};
+  for (const auto& [what, n] : classes) {
+    std::printf("  %5d %s\n", n, what.c_str());
+    EXPECT_TRUE(known.count(what)) << n << " x " << what;
+  }
+  EXPECT_GT(classes["head-mismatch MQA rank 4"], 0);
+  // The case space draws the forms only shared-decomp decomposes, and their int8 lowering passes.
+  for (const char* form : {"mask", "causal", "MQA", "GQA", "dropout"}) {
+    std::printf("  pass with %s: %d\n", form, passing[form]);
+    EXPECT_GT(passing[form], 10) << form;
+  }
+  EXPECT_GT(r.verdicts["pass"], 400) << run_summary_text({r});
 }
 
 // The graph the target's passes leave for case `c`.
