@@ -250,6 +250,31 @@ TEST(CortexMKnownFindings, DerivedMulQparamsHaveNoZeroPointTie) {
   }
 }
 
+// With upstream's HistogramObserver (float32), ZeroPointTie's draws (its
+// tie is at seed 0) show no zero-point tie, and the tiny scale still floors
+// both MUL observers at eps and aborts: the tie is MinMax's, the abort the
+// annotate design's.
+TEST(CortexMKnownFindings, HistogramObserverHasNoTieButTheTinyScaleStillAborts) {
+  auto t = fixture().registry.make("cortex-m", {{"observer", "histogram"}});
+  Case c;
+  c.q_len = c.kv_len = 3;
+  c.scale = 1e4;
+  c.data.distribution = Distribution::integers;
+  c.data.seed = 0;
+  ASSERT_EQ(run_case(*fixture().registry.make("cortex-m", {}), *fixture().reference, c).verdict,
+            Verdict::broken_invariant);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    c.data.seed = seed;
+    CaseResult r = run_case(*t, *fixture().reference, c);
+    EXPECT_NE(r.verdict, Verdict::broken_invariant) << seed << ": " << r.primary()->detail;
+  }
+  Case tiny;
+  tiny.scale = 1e-8;
+  tiny.data.distribution = Distribution::integers;
+  tiny.data.seed = 5219641430841714;
+  EXPECT_EQ(run_case(*t, *fixture().reference, tiny).verdict, Verdict::crash);
+}
+
 struct Expectation {
   Options options;
   std::string verdict, name;

@@ -127,7 +127,8 @@ class CortexMTarget : public Target {
         lower_(QuantizerConfig{policy_ == Policy::decompose_fold, options_.at("softmax-check") == "upstream",
                                options_.at("mutant") == "non-proportional-qparams",
                                options_.at("mul-qparams") == "derived", parse_linear(options_.at("linear")),
-                               options_.at("mul-check") == "upstream" ? MulCheck::upstream : MulCheck::annotate}),
+                               options_.at("mul-check") == "upstream" ? MulCheck::upstream : MulCheck::annotate,
+                               options_.at("observer") == "histogram" ? Observer::histogram : Observer::minmax}),
         kernels_(cmsis_nn_kernels(
             options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
                                                        : cmsis::Rounding::double_rounding,
@@ -255,6 +256,9 @@ class CortexMFactory : public TargetFactory {
              "the scale MUL of decompose: annotate (quantized as cortex_m.quantized_mul, passes.md's design) or "
              "upstream (CortexMAddMulCheck rejects the rank-1 full([1]) operand ReplaceScalarWithTensorArgPass "
              "gives it: an fp32 MUL between dequantize and quantize)"},
+            {"observer", {"minmax", "histogram"}, "minmax",
+             "the activation observer: minmax (torch's MinMaxObserver, in double) or histogram (HistogramObserver, "
+             "the CortexMQuantizer's: 2048 bins, L2 search, float32)"},
             {"overflow", {"undefined", "wrap"}, "undefined",
              "arm_nn_requantize's left shift v * (1 << s) past int32: undefined (signed overflow is undefined "
              "behaviour in C: a finding naming the operand) or wrap (two's complement, as the compiled Arm code "

@@ -13,6 +13,7 @@
 #include "backends/cortex_m/calibration.h"
 #include "backends/cortex_m/cmsis/lowering_params.h"
 #include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/histogram_observer.h"
 
 namespace sdpa::cortex_m {
 namespace {
@@ -94,14 +95,18 @@ class Lowering {
     const Node& p = g_.nodes.at(v.node);
     if (softmax_.count(v.node)) return QParams{kSoftmaxOutScale, kSoftmaxOutZeroPoint, -128, 127};
     if (shared_.count(v.node)) return annotation(*tensor_arg(p, 0));
-    if (cfg_.observer_before_mul && scale_muls_.count(v.node)) return minmax_qparams(observed(*tensor_arg(p, 0)));
+    if (cfg_.observer_before_mul && scale_muls_.count(v.node)) return observe(observed(*tensor_arg(p, 0)));
     if (cfg_.derive_mul_output && scale_muls_.count(v.node))
       if (const double c = std::get<double>(p.args.at(1)); c > 0) {
         QParams in = annotation(*tensor_arg(p, 0));
         in.scale *= c;
         return in;
       }
-    return minmax_qparams(observed(v));
+    return observe(observed(v));
+  }
+
+  QParams observe(const Tensor& t) const {
+    return cfg_.observer == Observer::histogram ? histogram_qparams(t) : minmax_qparams(t);
   }
 
   // The int8 value of `v`: the lowered one, or a quantize of the float one.

@@ -26,8 +26,9 @@
 /// - a float op reading an int8 value reads it through
 ///   cortex_m.dequantize_per_tensor, a quantized op reading a float value
 ///   through cortex_m.quantize_per_tensor.
-/// Every qparam comes from a MinMaxObserver over the calibration run
-/// (calibration.h); multiplier and shift from quantize_multiplier_aot. A
+/// Every activation qparam comes from the configured observer over the
+/// calibration run (calibration.h); multiplier and shift from
+/// quantize_multiplier_aot. A
 /// float graph that cannot run on its example inputs (a broken rewrite before
 /// it) is left as it is: nothing can be calibrated.
 #include "harness/check/target.h"
@@ -50,6 +51,10 @@ enum class LinearMeta { not_annotated, retraced_int32, int8_meta };
 ///            tensor (add_mul_check_accepts).
 enum class MulCheck { annotate, upstream };
 
+/// The activation observer: torch's MinMaxObserver in double (calibration.h),
+/// or HistogramObserver in float32 (histogram_observer.h), the CortexMQuantizer's.
+enum class Observer { minmax, histogram };
+
 /// CortexMAddMulCheck on a two-input add/mul (pattern_checkers.py): equal
 /// shapes, or is_channel_broadcast(t1, t2) and is_channels_last(t1), where
 /// is_channels_last holds for a 4-D shape with shape[1] == 1 or shape[2] ==
@@ -67,6 +72,7 @@ struct QuantizerConfig {
   bool derive_mul_output = false;
   LinearMeta linear = LinearMeta::not_annotated;
   MulCheck mul_check = MulCheck::annotate;
+  Observer observer = Observer::minmax;
 };
 
 /// The retrace's type errors in a lowered graph: each bmm (aten or
