@@ -197,7 +197,10 @@ TEST(QuantizeLower, SharedDecompKeepsSafeSoftmaxAndScaleMulsFp32) {
   c.head_dim = c.value_dim = 4;
   for (int form = 0; form < 3; ++form) {
     if (form == 1) c.is_causal = true;
-    if (form == 2) c.is_causal = false, c.mask = MaskSpec{DType::b8, {SymExpr(4), SymExpr(4)}, MaskPattern::random, 0.7};
+    if (form == 2) {
+      c.is_causal = false;
+      c.mask = MaskSpec{DType::b8, {SymExpr(4), SymExpr(4)}, MaskPattern::random, 0.7};
+    }
     Lowered l = lower(c, Policy::shared_decomp);
     const std::string text = print_graph(l.graph);
     EXPECT_TRUE(verify_graph(l.graph).empty()) << text;

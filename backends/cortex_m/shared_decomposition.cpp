@@ -147,7 +147,8 @@ class Emitter {
     if (call.scale && *call.scale < 0)
       throw std::domain_error("ValueError: math domain error (math.sqrt(scale) with scale " +
                               std::to_string(*call.scale) + ")");
-    const double sf = call.scale ? std::sqrt(*call.scale) : std::sqrt(1.0 / std::sqrt(static_cast<double>(e.constant())));
+    const double e_size = static_cast<double>(e.constant());
+    const double sf = call.scale ? std::sqrt(*call.scale) : std::sqrt(1.0 / std::sqrt(e_size));
     const SymShape kt_shape = with_last_two(ks, e, lkv);
     const ValueRef q = g_.call("aten.mul.Scalar", {call.q, sf}, {}, {{t, qs}});
     ValueRef kt = g_.call("aten.transpose.int", {call.k, int64_t{-2}, int64_t{-1}}, {}, {{t, kt_shape}});

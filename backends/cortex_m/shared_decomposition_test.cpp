@@ -160,7 +160,9 @@ TEST(SharedDecomp, GqaHeadsInterleave) {
   EXPECT_EQ(d.count("aten.unsqueeze.default"), 2);
   EXPECT_EQ(d.count("aten.expand.default"), 2);
   const Tensor got = interpret(d, exact_kernels(), in, {}).outputs[0];
-  auto head = [&](const Tensor& t, int64_t h) { return std::vector<double>(t.data.begin() + h * 8, t.data.begin() + h * 8 + 8); };
+  auto head = [](const Tensor& t, int64_t h) {
+    return std::vector<double>(t.data.begin() + h * 8, t.data.begin() + h * 8 + 8);
+  };
   EXPECT_EQ(head(got, 0), head(got, 1));
   EXPECT_EQ(head(got, 2), head(got, 3));
   EXPECT_NE(head(got, 1), head(got, 2));
