@@ -87,8 +87,9 @@ void quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& k, co
       weighted += p[j] * a;
       plain += a;
     }
+    // Dropout scales the kept weights by f before P is quantized (prob_step is the scaled P's).
     r.quant_weighted = std::fmax(r.quant_weighted,
-                                 static_cast<double>(rel * weighted + qn.prob_step / 2 * plain));
+                                 static_cast<double>(m.f * rel * weighted + qn.prob_step / 2 * plain));
   }
 }
 
@@ -138,10 +139,12 @@ RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
   const double n = static_cast<double>(r.n), vq = r.vmax + m.s_v;
   b.logit_err = r.qlogit;
   b.softmax_rel = std::expm1(2 * r.qlogit) + (n + 2) * unit_roundoff(m.quant.softmax);
-  const double first_order = r.quant_weighted + m.s_v / 2 + m.s_o / 2 +
-                             (m.quant.multiplier_rel + 2 * unit_roundoff(DType::f32)) * vq;
+  // The weights sum to at most f (dropout's 1 / (1 - p)), which multiplies v's
+  // step and the output's magnitude.
+  const double first_order = r.quant_weighted + m.f * m.s_v / 2 + m.s_o / 2 +
+                             (m.quant.multiplier_rel + 2 * unit_roundoff(DType::f32)) * m.f * vq;
   // Kernel and golden are weighted sums of (dequantized) v rows.
-  const double cap = (2 + n * m.quant.prob_step / 2 + b.softmax_rel) * vq + m.s_o / 2;
+  const double cap = (m.f * (2 + b.softmax_rel) + n * m.quant.prob_step / 2) * vq + m.s_o / 2;
   b.capped = cap < first_order;
   b.bound = b.typical = std::fmin(first_order, cap);
   return b;

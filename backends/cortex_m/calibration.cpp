@@ -13,8 +13,18 @@
 
 namespace sdpa::cortex_m {
 
-void attach_example_inputs(Graph& g, const std::map<std::string, Tensor>& inputs) {
+namespace {
+
+const std::string kSeedKey = std::string(kExamplePrefix) + "data_seed";
+
+}  // namespace
+
+void attach_example_inputs(Graph& g, const std::map<std::string, Tensor>& inputs, uint64_t data_seed) {
   for (const auto& [name, t] : inputs) g.constants[kExamplePrefix + name] = t;
+  // Two 32-bit halves: a double holds each exactly.
+  Tensor seed(DType::i64, {2});
+  seed.data = {static_cast<double>(data_seed >> 32), static_cast<double>(data_seed & 0xffffffffu)};
+  g.constants[kSeedKey] = seed;
 }
 
 namespace {
@@ -41,7 +51,10 @@ Execution calibrate(const Graph& g) {
       throw InputError("calibration: the graph carries no example input for placeholder %" + n.name);
     inputs[input] = it->second;
   }
-  return interpret(g, calibration_kernels(), inputs, RunContext{}, /*keep_values=*/true);
+  RunContext ctx;
+  if (auto it = g.constants.find(kSeedKey); it != g.constants.end() && it->second.data.size() == 2)
+    ctx.data_seed = (static_cast<uint64_t>(it->second.data[0]) << 32) | static_cast<uint64_t>(it->second.data[1]);
+  return interpret(g, calibration_kernels(), inputs, ctx, /*keep_values=*/true);
 }
 
 QParams minmax_qparams(const Tensor& x) {

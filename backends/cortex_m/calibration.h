@@ -3,6 +3,7 @@
 /// graph carries the call's example inputs as constants (what export hands
 /// prepare_pt2e together with the model), the float graph runs on them once,
 /// and per-tensor int8 MinMaxObservers read each value.
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -11,8 +12,11 @@
 
 namespace sdpa::cortex_m {
 
-/// Stores `inputs` in g.constants as "example_inputs.<placeholder input>".
-void attach_example_inputs(Graph& g, const std::map<std::string, Tensor>& inputs);
+/// Stores `inputs` in g.constants as "example_inputs.<placeholder input>",
+/// and `data_seed` (the case's, whose streams draw dropout's keep mask) as
+/// "example_inputs.data_seed": the observers see the run's own dropout mask,
+/// as they see its own tensors.
+void attach_example_inputs(Graph& g, const std::map<std::string, Tensor>& inputs, uint64_t data_seed = 0);
 
 /// Runs `g` in exact numerics on the example inputs it carries and keeps
 /// every node's value. InputError naming the placeholder when one is missing.

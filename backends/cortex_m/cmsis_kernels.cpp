@@ -101,8 +101,8 @@ Tensor dequantize_int8(const KernelArgs& a) {
   return r;
 }
 
-Kernel bmm_int8(cmsis::Rounding rounding) {
-  return [rounding](const KernelArgs& a) {
+Kernel bmm_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
+  return [rounding, overflow](const KernelArgs& a) {
     const Tensor &l = a.tensor(0), &r = a.tensor(2);
     check_bmm_shapes(l, r);
     cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
@@ -113,13 +113,14 @@ Kernel bmm_int8(cmsis::Rounding rounding) {
     p.multiplier = i32(a, 5);
     p.shift = i32(a, 6);
     p.rounding = rounding;
+    p.overflow = overflow;
     const cmsis::BatchMatmulDims d{l.shape[0], l.shape[1], r.shape[1], l.shape[2]};
     return int8_result(a, {d.batch, d.m, d.n}, cmsis::arm_batch_matmul_s8(codes(l, "lhs"), codes(r, "rhs_t"), d, p));
   };
 }
 
-Kernel mul_int8(cmsis::Rounding rounding) {
-  return [rounding](const KernelArgs& a) {
+Kernel mul_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
+  return [rounding, overflow](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
     cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
     cmsis::ElementwiseMulParams p;
@@ -129,6 +130,7 @@ Kernel mul_int8(cmsis::Rounding rounding) {
     p.multiplier = i32(a, 5);
     p.shift = i32(a, 6);
     p.rounding = rounding;
+    p.overflow = overflow;
     const std::vector<int8_t> b = broadcast_to(codes(a.tensor(2), "input_2"), x.data.size());
     return int8_result(a, x.shape, cmsis::arm_elementwise_mul_s8(codes(x, "input_1"), b, p));
   };
@@ -168,8 +170,8 @@ std::vector<int32_t> bias_codes(const Tensor* b) {
   return out;
 }
 
-Kernel linear_int8(cmsis::Rounding rounding) {
-  return [rounding](const KernelArgs& a) {
+Kernel linear_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
+  return [rounding, overflow](const KernelArgs& a) {
     const Tensor &x = a.tensor(0), &w = a.tensor(1);
     const Tensor* b = a.optional_tensor(2);
     check_linear_shapes(x, w, b);
@@ -180,6 +182,7 @@ Kernel linear_int8(cmsis::Rounding rounding) {
     p.multiplier = i32(a, 5);
     p.shift = i32(a, 6);
     p.rounding = rounding;
+    p.overflow = overflow;
     const int64_t k = w.shape[1], n = w.shape[0];
     const cmsis::FullyConnectedDims d{x.numel() / std::max<int64_t>(k, 1), n, k};
     return int8_result(a, linear_shape(x, w),
@@ -289,15 +292,15 @@ void add_transpose(KernelSet& k) {
 
 }  // namespace
 
-KernelSet cmsis_nn_kernels(cmsis::Rounding rounding, DType linear_accumulation) {
+KernelSet cmsis_nn_kernels(cmsis::Rounding rounding, DType linear_accumulation, cmsis::Overflow overflow) {
   KernelSet k = make_reference_kernels("cmsis-nn", Numerics::emulated);
   add_transpose(k);
   k.add(kQuantizeOp, guarded(quantize_int8));
   k.add(kDequantizeOp, guarded(dequantize_int8));
-  k.add(kBmmOp, guarded(bmm_int8(rounding)));
-  k.add(kMulOp, guarded(mul_int8(rounding)));
+  k.add(kBmmOp, guarded(bmm_int8(rounding, overflow)));
+  k.add(kMulOp, guarded(mul_int8(rounding, overflow)));
   k.add(kSoftmaxOp, guarded(softmax_int8));
-  k.add(kQuantizedLinearOp, guarded(linear_int8(rounding)));
+  k.add(kQuantizedLinearOp, guarded(linear_int8(rounding, overflow)));
   add_linear_kernel(k, /*exact=*/false, linear_accumulation);
   return k;
 }

@@ -14,9 +14,11 @@
 
 namespace sdpa::cortex_m {
 
-/// `linear_accumulation`: what the portable fp32 linear accumulates in (f16: a self-test mutant).
+/// `linear_accumulation`: what the portable fp32 linear accumulates in (f16:
+/// a self-test mutant); `overflow`: arm_nn_requantize's left shift past int32.
 KernelSet cmsis_nn_kernels(cmsis::Rounding rounding = cmsis::Rounding::double_rounding,
-                           DType linear_accumulation = DType::f32);
+                           DType linear_accumulation = DType::f32,
+                           cmsis::Overflow overflow = cmsis::Overflow::undefined);
 KernelSet exact_cortex_m_kernels();
 
 }  // namespace sdpa::cortex_m

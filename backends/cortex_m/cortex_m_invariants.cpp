@@ -18,7 +18,7 @@ const std::set<std::string> kViewOps = {
     "aten.squeeze.dims",    "aten.expand.default",     kTransposeOp};
 const std::set<std::string> kFloatOps = {"aten.bmm.default",      "aten.matmul.default",     "aten.mul.Scalar",
                                          "aten.mul.Tensor",       "aten._softmax.default",   "aten.softmax.int",
-                                         "aten._safe_softmax.default", kSdpaOp};
+                                         "aten._safe_softmax.default", "aten.add.Tensor", kSdpaOp};
 
 std::string where(const Node& n) { return "%" + n.name + " (" + n.op + ")"; }
 
@@ -69,7 +69,10 @@ bool proportional(double s_in, int64_t z_in, double s_out, int64_t z_out, double
 }
 
 void check_counts(const InvariantContext& ctx, const Case& c, const Graph& g, std::vector<std::string>& out) {
-  const int bmm = g.count(kBmmOp) + g.count("aten.bmm.default");
+  // shared-decomp's matmuls of a broadcast head (Hkv = 1 without enable_gqa
+  // at rank 5) are left to aten.matmul by MatmulToBmmPass.
+  const int bmm = g.count(kBmmOp) + g.count("aten.bmm.default") +
+                  (ctx.policy == Policy::shared_decomp ? g.count("aten.matmul.default") : 0);
   const int softmax = g.count(kSoftmaxOp) + g.count("aten._softmax.default") + g.count("aten.softmax.int") +
                       g.count("aten._safe_softmax.default");
   const int muls = g.count(kMulOp) + g.count("aten.mul.Scalar");
@@ -79,12 +82,16 @@ void check_counts(const InvariantContext& ctx, const Case& c, const Graph& g, st
   if (ctx.quantized && ctx.policy == Policy::decompose_fold) {
     // Folded (none left), or kept where the fold's rules reject it: not a
     // positive scale with proportional qparams.
+    // The MUL left: a quantized one, or the fp32 one CortexMAddMulCheck rejects;
+    // the softmax reads its output's qparams either way.
     const Node* mul = first(g, kMulOp);
+    if (!mul) mul = first(g, "aten.mul.Scalar");
     const Node* bmm_node = first(g, kBmmOp);
+    const Node* softmax = first(g, kSoftmaxOp);
     if (muls > 1) out.push_back("the decomposed call holds " + std::to_string(muls) + " scale MULs, not 1 or 0");
     if (mul && bmm_node && c.effective_scale() > 0 && g.count(kSoftmaxOp) == 1 &&
         proportional(std::get<double>(*bmm_node->kwarg("output_scale")), std::get<int64_t>(bmm_node->args.at(4)),
-                     std::get<double>(*mul->kwarg("output_scale")), std::get<int64_t>(mul->args.at(4)),
+                     std::get<double>(*softmax->kwarg("input_scale")), std::get<int64_t>(softmax->args.at(2)),
                      c.effective_scale()))
       out.push_back("%" + mul->name + " has proportional qparams and a positive scale but was not folded");
     return;

@@ -1,9 +1,12 @@
 // Campaigns on the cortex-m target: the default pipeline is clean; each
-// mutant (non-proportional qparams, single rounding) and each weakened guard
-// rule is caught and shrunk to a small case.
+// mutant (non-proportional qparams, single rounding, the shared-decomp
+// emitter's) and each weakened guard rule is caught and shrunk to a small case.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "backends/all_targets.h"
+#include "backends/cortex_m/cortex_m_ops.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "oracles/dual_oracle.h"
@@ -124,6 +127,93 @@ TEST(CortexMKnownFindings, TinyScaleAborts) {
   EXPECT_NE(r.primary()->detail.find("validate_single_quant_params: shift"), std::string::npos) << r.primary()->detail;
 }
 
+// What shared-decomp's failures are: the shared transform's own raises on
+// calls aten takes (each message with the form of call that meets it) and
+// the shape its GQA tiling gives a value dim of 1; never an int8 finding.
+std::string shared_decomp_class(const Case& c, const CaseResult& r) {
+  const std::string d = r.primary() ? r.primary()->detail : "";
+  const size_t rank = c.batch.size() + 3;
+  if (r.verdict == Verdict::unexpected_error) {
+    if (d.find("SDPA head mismatch requires enable_gqa=True") != std::string::npos)
+      return rank == 4 && c.kv_heads == 1 && c.q_heads > 1 ? "head-mismatch MQA rank 4"
+             : rank == 3                                    ? "head-mismatch rank 3 (Lq != Lkv)"
+                                                            : "head-mismatch other";
+    if (d.find("ValueError: GQA mismatch") != std::string::npos && rank == 3) return "GQA mismatch rank 3";
+    if (d.find("not enough values to unpack") != std::string::npos && rank == 3) return "unpack rank 3";
+    if (d.find("math domain error") != std::string::npos && c.scale && *c.scale < 0) return "math domain error";
+    if (d.find("The expanded size of the tensor") != std::string::npos && c.value_dim != c.head_dim)
+      return "expand v (GQA, Ev != E)";
+  }
+  if (r.verdict == Verdict::shape_mismatch && c.value_dim == 1 && c.head_dim > 1) return "shape (GQA, Ev = 1)";
+  return std::string(verdict_name(r.verdict)) + ": " + d.substr(0, 120);
+}
+
+TEST(CortexMSharedDecomp, ACampaignFindsOnlyTheTransformsOwnFailures) {
+  auto target = fixture().registry.make("cortex-m", {{"guard", "shared-decomp"}});
+  CampaignOptions o;
+  o.seed = 1;
+  o.cases = 1000;
+  o.max_shrink_steps = 0;
+  std::map<std::string, int> classes, passing;  // passing: decomposed and lowered int8 forms that pass
+  o.on_case = [&](const Case& c, const CaseResult& r) {
+    if (r.verdict != Verdict::pass) return void(++classes[shared_decomp_class(c, r)]);
+    if (c.mask) ++passing["mask"];
+    if (c.is_causal) ++passing["causal"];
+    if (c.q_heads != c.kv_heads) ++passing[c.kv_heads == 1 ? "MQA" : "GQA"];
+    if (c.dropout_p > 0) ++passing["dropout"];
+  };
+  TargetRun r = run_target_campaign(*target, *fixture().reference, fixture().generators, o);
+  print_verdicts("cortex-m guard=shared-decomp", r);
+  const std::set<std::string> known = {"head-mismatch MQA rank 4", "head-mismatch rank 3 (Lq != Lkv)",
+                                       "GQA mismatch rank 3",      "unpack rank 3",
+                                       "math domain error",        "expand v (GQA, Ev != E)",
+                                       "shape (GQA, Ev = 1)"};
+  for (const auto& [what, n] : classes) {
+    std::printf("  %5d %s\n", n, what.c_str());
+    EXPECT_TRUE(known.count(what)) << n << " x " << what;
+  }
+  EXPECT_GT(classes["head-mismatch MQA rank 4"], 0);
+  // The case space draws the forms only shared-decomp decomposes, and their int8 lowering passes.
+  for (const char* form : {"mask", "causal", "MQA", "GQA", "dropout"}) {
+    std::printf("  pass with %s: %d\n", form, passing[form]);
+    EXPECT_GT(passing[form], 10) << form;
+  }
+  EXPECT_GT(r.verdicts["pass"], 400) << run_summary_text({r});
+}
+
+// The graph the target's passes leave for case `c`.
+Graph lowered(const Target& t, const Case& c) {
+  Graph g = t.entry(c);
+  for (const Pass* p : t.passes()) g = p->run(g, c.shape_env()).graph;
+  return g;
+}
+
+// The same case under mul-check=upstream: CortexMAddMulCheck leaves the MUL
+// fp32, so no quantized_mul and no abort. The softmax reads the MUL output's
+// observer, all zeros, floored at f32 eps = 2^-23: softmax_params gives
+// 2^-23·2^26 = 8 = 0.5·2^4, so (2^30, 4, -floor(31·2^26/2^4)). TinyScaleAborts
+// is a finding of the annotate design, not of upstream's quantizer.
+TEST(CortexMKnownFindings, TinyScaleRunsUnderTheUpstreamMulCheck) {
+  auto t = fixture().registry.make("cortex-m", {{"mul-check", "upstream"}});
+  Case c;
+  c.scale = 1e-8;
+  c.data.distribution = Distribution::integers;
+  c.data.seed = 5219641430841714;
+  const Graph g = lowered(*t, c);
+  EXPECT_EQ(g.count(kMulOp), 0);
+  EXPECT_EQ(g.count("aten.mul.Scalar"), 1);
+  ASSERT_EQ(g.count(kSoftmaxOp), 1);
+  for (const Node& n : g.nodes) {
+    if (n.op != kSoftmaxOp) continue;
+    EXPECT_EQ(std::get<double>(*n.kwarg("input_scale")), std::ldexp(1.0, -23));
+    EXPECT_EQ(std::get<int64_t>(n.args[4]), 1073741824);
+    EXPECT_EQ(std::get<int64_t>(n.args[5]), 4);
+    EXPECT_EQ(std::get<int64_t>(n.args[6]), -130023424);
+  }
+  CaseResult r = run_case(*t, *fixture().reference, c);
+  EXPECT_EQ(r.verdict, Verdict::pass) << verdict_name(r.verdict) << ": " << (r.primary() ? r.primary()->detail : "");
+}
+
 // Independent min/max observers on proportional data can round a zero point
 // differently at an exact tie (min / scale = -127.5 with integer data): the
 // proportionality invariant names it.
@@ -160,6 +250,31 @@ TEST(CortexMKnownFindings, DerivedMulQparamsHaveNoZeroPointTie) {
   }
 }
 
+// With upstream's HistogramObserver (float32), ZeroPointTie's draws (its
+// tie is at seed 0) show no zero-point tie, and the tiny scale still floors
+// both MUL observers at eps and aborts: the tie is MinMax's, the abort the
+// annotate design's.
+TEST(CortexMKnownFindings, HistogramObserverHasNoTieButTheTinyScaleStillAborts) {
+  auto t = fixture().registry.make("cortex-m", {{"observer", "histogram"}});
+  Case c;
+  c.q_len = c.kv_len = 3;
+  c.scale = 1e4;
+  c.data.distribution = Distribution::integers;
+  c.data.seed = 0;
+  ASSERT_EQ(run_case(*fixture().registry.make("cortex-m", {}), *fixture().reference, c).verdict,
+            Verdict::broken_invariant);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    c.data.seed = seed;
+    CaseResult r = run_case(*t, *fixture().reference, c);
+    EXPECT_NE(r.verdict, Verdict::broken_invariant) << seed << ": " << r.primary()->detail;
+  }
+  Case tiny;
+  tiny.scale = 1e-8;
+  tiny.data.distribution = Distribution::integers;
+  tiny.data.seed = 5219641430841714;
+  EXPECT_EQ(run_case(*t, *fixture().reference, tiny).verdict, Verdict::crash);
+}
+
 struct Expectation {
   Options options;
   std::string verdict, name;
@@ -194,7 +309,13 @@ std::vector<Expectation> expectations() {
   std::vector<Expectation> out = {
       {{{"mutant", "non-proportional-qparams"}}, "broken-invariant", "non_proportional_qparams"},
       {{{"mutant", "single-rounding"}}, "broken-invariant", "single_rounding"}};
-  for (const char* policy : {"decompose", "decompose+fold", "shared-decomp"}) {
+  // shared-decomp has no guard: its emitter's mutants instead.
+  for (const char* mutant : {"shared-drop-mask", "shared-drop-causal", "shared-drop-dropout", "shared-gqa-tile"}) {
+    std::string name = mutant;
+    for (char& ch : name) ch = ch == '-' ? '_' : ch;
+    out.push_back({{{"guard", "shared-decomp"}, {"mutant", mutant}}, "unsound-rewrite", name});
+  }
+  for (const char* policy : {"decompose", "decompose+fold"}) {
     std::string p = policy;
     for (char& ch : p) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
     for (const auto& [rule, verdict] : std::vector<std::pair<std::string, std::string>>{

@@ -14,6 +14,7 @@
 #include "backends/cortex_m/mha_composite.h"
 #include "backends/cortex_m/mha_entry.h"
 #include "backends/cortex_m/quantize_lower_pass.h"
+#include "harness/io/json_reader.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::cortex_m {
@@ -24,18 +25,47 @@ const std::map<std::string, std::string>& mutant_table() {
       {"non-proportional-qparams",
        "the scale MUL's output observer reads the MUL's input: out_scale == in_scale, not in_scale·scale"},
       {"single-rounding", "CMSIS-NN built with CMSIS_NN_USE_SINGLE_ROUNDING: requantize rounds once, half up"},
-      {"linear-f16", "the portable fp32 linear (the mha form's projections) accumulates in f16"}};
+      {"linear-f16", "the portable fp32 linear (the mha form's projections) accumulates in f16"},
+      {"shared-drop-mask", "shared-decomp's emitter leaves the attn_mask out"},
+      {"shared-drop-causal", "shared-decomp's emitter leaves the causal mask out"},
+      {"shared-drop-dropout", "shared-decomp's emitter leaves the dropout out"},
+      {"shared-gqa-tile", "shared-decomp tiles the kv heads (head h reads h % Hk) instead of interleaving them"}};
   return m;
 }
 
+SharedMutant parse_shared_mutant(const std::string& name) {
+  if (name == "shared-drop-mask") return SharedMutant::drop_mask;
+  if (name == "shared-drop-causal") return SharedMutant::drop_causal;
+  if (name == "shared-drop-dropout") return SharedMutant::drop_dropout;
+  if (name == "shared-gqa-tile") return SharedMutant::gqa_tile;
+  return SharedMutant::none;
+}
+
+// The shared transform has no guard: a weakened rule would change nothing.
+const Options& checked(const Options& o) {
+  if (o.at("guard") == "shared-decomp" && o.at("weaken") != "none")
+    throw InputError("option 'weaken': guard shared-decomp has no guard rule to weaken (the shared transform "
+                     "decomposes every SDPA node); use guard decompose or decompose+fold");
+  if (parse_shared_mutant(o.at("mutant")) != SharedMutant::none && o.at("guard") != "shared-decomp")
+    throw InputError("option 'mutant': " + o.at("mutant") + " is a mutant of guard shared-decomp");
+  return o;
+}
+
 // The scale of the int8 value a softmax reads, from the lowered graph: a
-// quantized softmax's input_scale, or the dequantize feeding an fp32 one.
+// quantized softmax's input_scale, or the dequantize feeding an fp32 one
+// (through the fp32 MUL a rejected scale MUL leaves, and the mask adds of
+// shared-decomp).
 double score_step(const Graph& g) {
   for (const Node& n : g.nodes) {
     if (n.op == kSoftmaxOp) return std::get<double>(*n.kwarg("input_scale"));
-    if (n.op == "aten._softmax.default" || n.op == "aten.softmax.int") {
-      const Node& in = g.nodes.at(std::get<ValueRef>(n.args.at(0)).node);
-      if (in.op == kDequantizeOp) return std::get<double>(in.args.at(1));
+    if (n.op == "aten._softmax.default" || n.op == "aten.softmax.int" || n.op == "aten._safe_softmax.default") {
+      const Node* in = &g.nodes.at(std::get<ValueRef>(n.args.at(0)).node);
+      double factor = 1;
+      while (in->op == "aten.add.Tensor" || in->op == "aten.mul.Scalar") {
+        if (in->op == "aten.mul.Scalar") factor *= std::fabs(std::get<double>(in->args.at(1)));
+        in = &g.nodes.at(std::get<ValueRef>(in->args.at(0)).node);
+      }
+      if (in->op == kDequantizeOp) return factor * std::get<double>(in->args.at(1));
     }
   }
   return 0;
@@ -89,18 +119,21 @@ LinearMeta parse_linear(const std::string& name) {
 class CortexMTarget : public Target {
  public:
   explicit CortexMTarget(Options options)
-      : options_(std::move(options)),
+      : options_(checked(options)),
         policy_(*parse_policy(options_.at("guard"))),
         quantized_(options_.at("quantize") == "int8"),
         mha_(options_.at("entry") == "mha"),
-        decompose_(policy_, parse_guard_rule(options_.at("weaken"))),
+        decompose_(policy_, parse_guard_rule(options_.at("weaken")), parse_shared_mutant(options_.at("mutant"))),
         lower_(QuantizerConfig{policy_ == Policy::decompose_fold, options_.at("softmax-check") == "upstream",
                                options_.at("mutant") == "non-proportional-qparams",
-                               options_.at("mul-qparams") == "derived", parse_linear(options_.at("linear"))}),
+                               options_.at("mul-qparams") == "derived", parse_linear(options_.at("linear")),
+                               options_.at("mul-check") == "upstream" ? MulCheck::upstream : MulCheck::annotate,
+                               options_.at("observer") == "histogram" ? Observer::histogram : Observer::minmax}),
         kernels_(cmsis_nn_kernels(
             options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
                                                        : cmsis::Rounding::double_rounding,
-            options_.at("mutant") == "linear-f16" ? DType::f16 : DType::f32)),
+            options_.at("mutant") == "linear-f16" ? DType::f16 : DType::f32,
+            options_.at("overflow") == "wrap" ? cmsis::Overflow::wrap : cmsis::Overflow::undefined)),
         exact_(exact_cortex_m_kernels()),
         baseline_(naive_kernels()) {
     add_linear_kernel(baseline_, /*exact=*/false);  // the mha form's projections, naive fp32
@@ -138,7 +171,7 @@ class CortexMTarget : public Target {
   // as the example inputs the quantizer calibrates on.
   Graph entry(const Case& c) const override {
     Graph g = mha_ ? mha_entry_graph(c) : sdpa_entry_graph(c);
-    if (quantized_) attach_example_inputs(g, run_inputs(c));
+    if (quantized_) attach_example_inputs(g, run_inputs(c), c.data.seed);
     return g;
   }
 
@@ -204,7 +237,8 @@ class CortexMFactory : public TargetFactory {
     for (const auto& [name, what] : mutant_table()) mutants.push_back(name);
     return {{"guard", {"decompose", "decompose+fold", "shared-decomp", "none"}, "decompose",
              "DecomposeSDPAPass policy: decompose (one scale MUL, run as an int8 multiply), decompose+fold (the "
-             "MUL folded into the preceding requantization), shared-decomp (sqrt(scale) into q and k), none"},
+             "MUL folded into the preceding requantization), shared-decomp (the generic decompose_sdpa.py: no "
+             "guard, sqrt(scale) into q and k, masks, causal, dropout and GQA decomposed), none"},
             {"entry", {"sdpa", "mha"}, "sdpa",
              "entry form: sdpa, an fp32 aten SDPA from export, static shapes; mha, nn.MultiheadAttention "
              "(in-projection linears, SDPA, out-projection linear; weights from the case's data stream)"},
@@ -212,12 +246,23 @@ class CortexMFactory : public TargetFactory {
              "the mha form's linears: fp32 (not annotated), int8 (annotated, folded with an int8 output meta and "
              "lowered to cortex_m.quantized_linear), retraced-int32 (folded, the retrace's int32 output meta, #21943)"},
             {"space", {"all", "eligible"}, "all",
-             "all: every fp32 call (an ineligible one is checked to be left unchanged); eligible: only calls "
-             "the decomposition takes (no mask, not causal, no dropout, Hq == Hkv)"},
+             "all: every fp32 call (an ineligible one is checked to be left unchanged; shared-decomp decomposes "
+             "it); eligible: only calls the decompose guard takes (no mask, not causal, no dropout, Hq == Hkv)"},
             {"mul-qparams", {"observed", "derived"}, "observed",
              "the scale MUL's output qparams: observed (their own min/max observer, proportional to the input's "
              "by observation, as upstream's quantizer gives them) or derived (S_in * scale and Z_in for a positive "
              "scale, #22796's proposal)"},
+            {"mul-check", {"annotate", "upstream"}, "annotate",
+             "the scale MUL of decompose: annotate (quantized as cortex_m.quantized_mul, passes.md's design) or "
+             "upstream (CortexMAddMulCheck rejects the rank-1 full([1]) operand ReplaceScalarWithTensorArgPass "
+             "gives it: an fp32 MUL between dequantize and quantize)"},
+            {"observer", {"minmax", "histogram"}, "minmax",
+             "the activation observer: minmax (torch's MinMaxObserver, in double) or histogram (HistogramObserver, "
+             "the CortexMQuantizer's: 2048 bins, L2 search, float32)"},
+            {"overflow", {"undefined", "wrap"}, "undefined",
+             "arm_nn_requantize's left shift v * (1 << s) past int32: undefined (signed overflow is undefined "
+             "behaviour in C: a finding naming the operand) or wrap (two's complement, as the compiled Arm code "
+             "computes it)"},
             {"weaken", weaken, "none", "switch off one rule of the decomposition's guard (self-tests)"},
             {"quantize", {"int8", "off"}, "int8",
              "int8: the quantizer and AtenToCortexMPass run; off: the float graph after MatmulToBmmPass"},
@@ -225,11 +270,16 @@ class CortexMFactory : public TargetFactory {
              "upstream: CortexMSoftmaxCheck rejects a 4-D softmax it takes for channels-last; last-dim: any "
              "softmax over the last dim is quantized"},
             {"kernels", {"cmsis-nn"}, "cmsis-nn", "kernel set: CMSIS-NN int8 models"},
-            {"mutant", mutants, "none", "a deliberately wrong quantizer or kernel (self-tests)"}};
+            {"mutant", mutants, "none",
+             "a deliberately wrong quantizer, kernel or (shared-*, with guard shared-decomp) emitter (self-tests)"}};
   }
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;
-    for (const auto& [name, what] : mutant_table()) out.push_back({name, {{"mutant", name}}, what});
+    // The shared-decomp emitter's mutants (option mutant=shared-*) are not
+    // listed: a campaign's first finding under shared-decomp is the shared
+    // transform's own raise, not the mutant's (CaughtAndShrunk looks for theirs).
+    for (const auto& [name, what] : mutant_table())
+      if (parse_shared_mutant(name) == SharedMutant::none) out.push_back({name, {{"mutant", name}}, what});
     // The linears are the mha form's; f16 rounding shows against fp32 attention.
     for (auto& m : out)
       if (m.name == "linear-f16") m.options.insert({{"entry", "mha"}, {"quantize", "off"}});

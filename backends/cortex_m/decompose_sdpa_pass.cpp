@@ -1,6 +1,6 @@
 // Models the SDPA decomposition of the Cortex-M transform_for_annotation
-// pipeline (semantics/passes.md §1) and, as policy shared-decomp, the generic
-// backends/transforms/decompose_sdpa.py (cortex-m-and-xnnpack.md §1.3).
+// pipeline (semantics/passes.md §1) and, as policy shared-decomp, runs the
+// model of the generic backends/transforms/decompose_sdpa.py on every node.
 #include "backends/cortex_m/decompose_sdpa_pass.h"
 
 #include <cmath>
@@ -69,46 +69,22 @@ SymShape with_last_two(SymShape s, const SymExpr& a, const SymExpr& b) {
   return s;
 }
 
-// Emits the decomposition of one call into graph `g`; q, k, v are already
-// mapped into it. Returns the output.
-class Emitter {
- public:
-  Emitter(Graph& g, Policy p) : g_(g), policy_(p) {}
-
-  ValueRef emit(const SdpaCall& call) {
-    const SymShape qs = g_.info(call.q).shape, ks = g_.info(call.k).shape;
-    const DType t = g_.info(call.q).dtype;
-    const SymExpr lq = qs[qs.size() - 2], lkv = ks[ks.size() - 2], e = qs.back();
-    const double scale = call.scale ? *call.scale : 1.0 / std::sqrt(static_cast<double>(e.constant()));
-    const SymShape kt_shape = with_last_two(ks, e, lkv);
-    const SymShape score = with_last_two(qs, lq, lkv);
-    ValueRef q = call.q;
-    ValueRef kt = g_.call("aten.transpose.int", {call.k, int64_t{-2}, int64_t{-1}}, {}, {{t, kt_shape}});
-    if (policy_ == Policy::shared_decomp) {
-      // The shared transform overwrites both mul.Scalar literals with
-      // math.sqrt(scale), which raises for a negative explicit scale.
-      if (call.scale && *call.scale < 0) throw std::domain_error("math domain error (math.sqrt of scale " +
-                                                                 std::to_string(*call.scale) + ")");
-      const double sf = std::sqrt(scale);
-      q = g_.call("aten.mul.Scalar", {q, sf}, {}, {{t, qs}});
-      kt = g_.call("aten.mul.Scalar", {kt, sf}, {}, {{t, kt_shape}});
-    }
-    ValueRef attn = g_.call("aten.matmul.default", {q, kt}, {}, {{t, score}});
-    ValueRef p;
-    if (policy_ == Policy::shared_decomp) {
-      p = g_.call("aten._safe_softmax.default", {attn, int64_t{-1}}, {}, {{t, score}});
-    } else {
-      attn = g_.call("aten.mul.Scalar", {attn, scale}, {}, {{t, score}});
-      p = g_.call("aten._softmax.default", {attn, int64_t{-1}, false}, {}, {{t, score}});
-    }
-    const SymShape out = with_last_two(score, lq, g_.info(call.v).shape.back());
-    return g_.call("aten.matmul.default", {p, call.v}, {}, {{t, out}});
-  }
-
- private:
-  Graph& g_;
-  Policy policy_;
-};
+// Emits the decompose policy's form of one call into graph `g` (q, k, v
+// already mapped into it): matmul(q, kᵀ), one MUL by scale, softmax, matmul.
+ValueRef emit_decompose(Graph& g, const SdpaCall& call) {
+  const SymShape qs = g.info(call.q).shape, ks = g.info(call.k).shape;
+  const DType t = g.info(call.q).dtype;
+  const SymExpr lq = qs[qs.size() - 2], lkv = ks[ks.size() - 2], e = qs.back();
+  const double scale = call.scale ? *call.scale : 1.0 / std::sqrt(static_cast<double>(e.constant()));
+  const SymShape kt_shape = with_last_two(ks, e, lkv);
+  const SymShape score = with_last_two(qs, lq, lkv);
+  const ValueRef kt = g.call("aten.transpose.int", {call.k, int64_t{-2}, int64_t{-1}}, {}, {{t, kt_shape}});
+  ValueRef attn = g.call("aten.matmul.default", {call.q, kt}, {}, {{t, score}});
+  attn = g.call("aten.mul.Scalar", {attn, scale}, {}, {{t, score}});
+  const ValueRef p = g.call("aten._softmax.default", {attn, int64_t{-1}, false}, {}, {{t, score}});
+  const SymShape out = with_last_two(score, lq, g.info(call.v).shape.back());
+  return g.call("aten.matmul.default", {p, call.v}, {}, {{t, out}});
+}
 
 }  // namespace
 
@@ -117,6 +93,11 @@ Decision DecomposeSdpaPass::guard(const Graph& g, int index, const ShapeEnv& env
   const SdpaCall call = read_sdpa_call(n);
   const ValueInfo &q = g.info(call.q), &k = g.info(call.k), &v = g.info(call.v);
   GuardContext guard(env, "%" + n.name);
+  if (policy_ == Policy::shared_decomp) {
+    // DecomposeScaledDotProductAttention has no eligibility guard.
+    guard.rule("sdpa-node", true, "the shared transform decomposes every aten SDPA node or raises");
+    return guard.finish();
+  }
   auto rule = [&](GuardRule r, bool passed, const std::string& detail) {
     const bool weak = weakened_ && *weakened_ == r;
     return guard.rule(rule_name(r), passed || weak, detail + (weak && !passed ? " (rule weakened)" : ""));
@@ -161,11 +142,20 @@ Pass::Result DecomposeSdpaPass::run(const Graph& g, const ShapeEnv& env, const R
       rw.copy(n);
       continue;
     }
+    if (policy_ == Policy::shared_decomp) {
+      SdpaCall call = canonicalize_shared_call(n);
+      call.q = rw.map(call.q);
+      call.k = rw.map(call.k);
+      call.v = rw.map(call.v);
+      if (call.mask) call.mask = rw.map(*call.mask);
+      rw.replace(n, {emit_shared_decomposition(rw.out(), call, mutant_)});
+      continue;
+    }
     SdpaCall call = call0;
     call.q = rw.map(call.q);
     call.k = rw.map(call.k);
     call.v = rw.map(call.v);
-    rw.replace(n, {Emitter(rw.out(), policy_).emit(call)});
+    rw.replace(n, {emit_decompose(rw.out(), call)});
   }
   result.graph = rw.finish();
   return result;

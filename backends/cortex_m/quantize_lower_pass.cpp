@@ -13,6 +13,7 @@
 #include "backends/cortex_m/calibration.h"
 #include "backends/cortex_m/cmsis/lowering_params.h"
 #include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/histogram_observer.h"
 
 namespace sdpa::cortex_m {
 namespace {
@@ -54,12 +55,25 @@ class Lowering {
     if (n.op == "aten.mul.Scalar" && int8_input && n.args.size() > 1 && std::holds_alternative<double>(n.args[1]))
       return scale_mul(i);
     if (is_softmax(n.op) && softmax_annotated(g_, n, cfg_.upstream_softmax_check)) return softmax(i);
+    float_op(i);
+  }
+
+  // A node the quantizer does not annotate: fp32, reading int8 values dequantized.
+  void float_op(int i) {
+    const Node& n = g_.nodes[i];
     for (const auto& a : n.args)
       if (const auto* v = std::get_if<ValueRef>(&a)) ensure_f32(*v);
     for (const auto& [key, a] : n.kwargs)
       if (const auto* v = std::get_if<ValueRef>(&a)) ensure_f32(*v);
     rw_.copy(n);
     f32_ready_.insert(i);
+  }
+
+  // The scale MUL under the configured check: its scalar operand as the
+  // pre-annotation passes leave it, full((1,)) from ReplaceScalarWithTensorArgPass.
+  bool mul_annotated(const Node& n) const {
+    if (cfg_.mul_check == MulCheck::annotate) return true;
+    return add_mul_check_accepts(g_.info(*tensor_arg(n, 0)).shape, SymShape{1});
   }
 
   // CortexMBmmCheck: both inputs rank 3, equal batch, matching inner dims.
@@ -81,14 +95,18 @@ class Lowering {
     const Node& p = g_.nodes.at(v.node);
     if (softmax_.count(v.node)) return QParams{kSoftmaxOutScale, kSoftmaxOutZeroPoint, -128, 127};
     if (shared_.count(v.node)) return annotation(*tensor_arg(p, 0));
-    if (cfg_.observer_before_mul && scale_muls_.count(v.node)) return minmax_qparams(observed(*tensor_arg(p, 0)));
+    if (cfg_.observer_before_mul && scale_muls_.count(v.node)) return observe(observed(*tensor_arg(p, 0)));
     if (cfg_.derive_mul_output && scale_muls_.count(v.node))
       if (const double c = std::get<double>(p.args.at(1)); c > 0) {
         QParams in = annotation(*tensor_arg(p, 0));
         in.scale *= c;
         return in;
       }
-    return minmax_qparams(observed(v));
+    return observe(observed(v));
+  }
+
+  QParams observe(const Tensor& t) const {
+    return cfg_.observer == Observer::histogram ? histogram_qparams(t) : minmax_qparams(t);
   }
 
   // The int8 value of `v`: the lowered one, or a quantize of the float one.
@@ -214,6 +232,9 @@ class Lowering {
       int8_[i] = x8;  // the softmax reads the bmm's codes with the MUL's output qparams
       return;
     }
+    // Rejected: an fp32 MUL between dequantize and quantize; its output
+    // keeps the annotation (observed or derived) the quantize after it uses.
+    if (!mul_annotated(n)) return float_op(i);
     // The scalar, materialized as a symmetric int8 constant: code ±127 with
     // scale |c| / 127 (a parameter, not an activation: no observer's eps
     // floor, which would round a tiny scale to 0).
@@ -282,6 +303,28 @@ std::vector<std::string> retrace_type_errors(const Graph& g) {
   return errors;
 }
 
+namespace {
+
+bool channels_last(const SymShape& s) {
+  return s.size() == 4 && (s[1] == SymExpr(1) || (s[2] == SymExpr(1) && s[3] == SymExpr(1)));
+}
+
+// The shape's numel equals its size(1): only where every other dim is 1.
+bool channels_only(const SymShape& s) {
+  for (size_t d = 0; d < s.size(); ++d)
+    if (d != 1 && !(s[d] == SymExpr(1))) return false;
+  return s.size() >= 2;
+}
+
+}  // namespace
+
+bool add_mul_check_accepts(const SymShape& t1, const SymShape& t2) {
+  if (t1 == t2) return true;
+  const bool channel_broadcast = t1.size() == t2.size() && channels_last(t1) && channels_last(t2) &&
+                                 t1[1] == t2[1] && (channels_only(t1) || channels_only(t2));
+  return channel_broadcast && channels_last(t1);
+}
+
 bool softmax_annotated(const Graph& g, const Node& n, bool upstream_check) {
   const ValueRef* x = tensor_arg(n, 0);
   if (!x || n.args.size() < 2 || !std::holds_alternative<int64_t>(n.args[1])) return false;
@@ -292,8 +335,7 @@ bool softmax_annotated(const Graph& g, const Node& n, bool upstream_check) {
   const int64_t rank = static_cast<int64_t>(s.size());
   if (rank == 0) return false;
   const int64_t dim = ((std::get<int64_t>(n.args[1]) % rank) + rank) % rank;
-  const bool channels_last = rank == 4 && (s[1] == SymExpr(1) || (s[2] == SymExpr(1) && s[3] == SymExpr(1)));
-  if (upstream_check && channels_last) return dim == 1;  // and the runtime then refuses dim 1
+  if (upstream_check && channels_last(s)) return dim == 1;  // and the runtime then refuses dim 1
   return dim == rank - 1;
 }
 

@@ -6,9 +6,12 @@
 /// - aten.bmm (both operands rank 3, equal batch, matching inner dims) becomes
 ///   cortex_m.quantized_batch_matmul on a cortex_m.transpose of its rhs;
 /// - the scale MUL (aten.mul.Scalar on an int8 score tensor) becomes
-///   cortex_m.quantized_mul with its scalar materialized as an int8 constant,
-///   or, with `fold`, is folded into the preceding requantization
-///   (FoldScaleIntoQuantizePass, §1.4) when its qparams are proportional;
+///   cortex_m.quantized_mul with its scalar materialized as an int8 constant
+///   (MulCheck::annotate), or stays an fp32 MUL between dequantize and
+///   quantize where CortexMAddMulCheck rejects its operands
+///   (MulCheck::upstream); with `fold`, either is folded into the preceding
+///   requantization (FoldScaleIntoQuantizePass, §1.4) when its qparams are
+///   proportional;
 /// - aten._softmax / softmax.int over the last dim becomes cortex_m.softmax,
 ///   its output fixed at (1/256, -128); with the upstream check, a 4-D input
 ///   that "is channels-last" (shape[1] == 1, or shape[2] == shape[3] == 1) is
@@ -23,8 +26,9 @@
 /// - a float op reading an int8 value reads it through
 ///   cortex_m.dequantize_per_tensor, a quantized op reading a float value
 ///   through cortex_m.quantize_per_tensor.
-/// Every qparam comes from a MinMaxObserver over the calibration run
-/// (calibration.h); multiplier and shift from quantize_multiplier_aot. A
+/// Every activation qparam comes from the configured observer over the
+/// calibration run (calibration.h); multiplier and shift from
+/// quantize_multiplier_aot. A
 /// float graph that cannot run on its example inputs (a broken rewrite before
 /// it) is left as it is: nothing can be calibrated.
 #include "harness/check/target.h"
@@ -39,6 +43,26 @@ namespace sdpa::cortex_m {
 ///  int8_meta       the same fold with an int8 output meta (§1.6's fix).
 enum class LinearMeta { not_annotated, retraced_int32, int8_meta };
 
+/// Whether the scale MUL is annotated:
+///  annotate  always, as int8 (semantics/passes.md §1's design);
+///  upstream  as CortexMQuantizer does (§1.5): ReplaceScalarWithTensorArgPass
+///            turns aten.mul.Scalar(x, c) into mul.Tensor(x, full((1,), c)),
+///            and CortexMAddMulCheck rejects the rank-1 operand on any score
+///            tensor (add_mul_check_accepts).
+enum class MulCheck { annotate, upstream };
+
+/// The activation observer: torch's MinMaxObserver in double (calibration.h),
+/// or HistogramObserver in float32 (histogram_observer.h), the CortexMQuantizer's.
+enum class Observer { minmax, histogram };
+
+/// CortexMAddMulCheck on a two-input add/mul (pattern_checkers.py): equal
+/// shapes, or is_channel_broadcast(t1, t2) and is_channels_last(t1), where
+/// is_channels_last holds for a 4-D shape with shape[1] == 1 or shape[2] ==
+/// shape[3] == 1 (the default dim order of these graphs, passes_utils.py)
+/// and is_channel_broadcast needs equal ranks, both channels-last, equal
+/// size(1) and one operand whose numel is its size(1).
+bool add_mul_check_accepts(const SymShape& t1, const SymShape& t2);
+
 struct QuantizerConfig {
   bool fold = false;                    // decompose+fold
   bool upstream_softmax_check = true;   // the channels-last quirk of CortexMSoftmaxCheck
@@ -47,6 +71,8 @@ struct QuantizerConfig {
   /// Z_in, for c > 0 (the derivation #22796 proposes); else observed.
   bool derive_mul_output = false;
   LinearMeta linear = LinearMeta::not_annotated;
+  MulCheck mul_check = MulCheck::annotate;
+  Observer observer = Observer::minmax;
 };
 
 /// The retrace's type errors in a lowered graph: each bmm (aten or

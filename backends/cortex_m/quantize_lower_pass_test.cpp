@@ -14,6 +14,7 @@
 #include "backends/cortex_m/cortex_m_ops.h"
 #include "backends/cortex_m/decompose_sdpa_pass.h"
 #include "backends/cortex_m/matmul_to_bmm_pass.h"
+#include "backends/cortex_m/stage_reference.h"
 #include "harness/check/target.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/graph_verify.h"
@@ -35,7 +36,9 @@ Case eligible(int64_t heads = 2) {
 
 std::map<std::string, Tensor> inputs(const Case& c) {
   CaseTensors t = make_case_tensors(c, {});
-  return {{"q", t.q}, {"k", t.k}, {"v", t.v}};
+  std::map<std::string, Tensor> in{{"q", t.q}, {"k", t.k}, {"v", t.v}};
+  if (t.mask) in["attn_mask"] = *t.mask;
+  return in;
 }
 
 struct Lowered {
@@ -131,6 +134,138 @@ TEST(QuantizeLower, UpstreamSoftmaxCheckRejectsAChannelsLastScoreTensor) {
   last.upstream_softmax_check = false;
   EXPECT_EQ(lower(one_head, Policy::decompose, last).graph.count(kSoftmaxOp), 1);
   EXPECT_EQ(lower(eligible(2), Policy::decompose).graph.count(kSoftmaxOp), 1);
+}
+
+// CortexMAddMulCheck (§1.5, pattern_checkers.py, passes_utils.py): equal
+// shapes, or a channel broadcast on a channels-last 4-D tensor. The rank-1
+// full([1]) of ReplaceScalarWithTensorArgPass never passes; a rank-matched
+// [1,1,1,1] buffer passes on a one-channel [B,1,T,U] (or [B,1,1,1]), not on
+// [B,H,1,1] with H > 1, whose channel count differs from the buffer's.
+TEST(QuantizeLower, AddMulCheckTakesEqualShapesOrAChannelBroadcast) {
+  EXPECT_TRUE(add_mul_check_accepts({1, 2, 4, 4}, {1, 2, 4, 4}));
+  EXPECT_FALSE(add_mul_check_accepts({1, 2, 4, 4}, {1}));
+  EXPECT_FALSE(add_mul_check_accepts({1, 1, 4, 4}, {1}));
+  EXPECT_FALSE(add_mul_check_accepts({2, 4, 4}, {1, 1, 1}));  // rank 3 is never channels-last
+  EXPECT_TRUE(add_mul_check_accepts({2, 1, 4, 4}, {1, 1, 1, 1}));
+  EXPECT_TRUE(add_mul_check_accepts({2, 1, 1, 1}, {1, 1, 1, 1}));
+  EXPECT_FALSE(add_mul_check_accepts({1, 2, 1, 1}, {1, 1, 1, 1}));
+  EXPECT_FALSE(add_mul_check_accepts({1, 2, 4, 4}, {1, 1, 1, 1}));  // not channels-last
+  EXPECT_TRUE(add_mul_check_accepts({2, 4, 1, 1}, {1, 4, 1, 1}));   // a per-channel operand
+}
+
+// mul-check=upstream: the scale MUL reads full([1]) and is rejected, so it
+// stays an fp32 aten.mul between cortex_m.dequantize_per_tensor and
+// quantize_per_tensor, also on one head; the lowered graph still means the
+// float SDPA, and the fold removes the fp32 island as it removes the int8 MUL.
+TEST(QuantizeLower, UpstreamMulCheckLeavesAnFp32MulBetweenDequantizeAndQuantize) {
+  QuantizerConfig up;
+  up.mul_check = MulCheck::upstream;
+  for (int64_t heads : {1, 2}) {
+    Case c = eligible(heads);
+    Lowered l = lower(c, Policy::decompose, up);
+    const std::string text = print_graph(l.graph);
+    EXPECT_EQ(l.graph.count(kMulOp), 0) << text;
+    ASSERT_EQ(l.graph.count("aten.mul.Scalar"), 1) << text;
+    const int mul = l.graph.find(first(l.graph, "aten.mul.Scalar").name);
+    EXPECT_EQ(l.graph.nodes[std::get<ValueRef>(l.graph.nodes[mul].args[0]).node].op, kDequantizeOp) << text;
+    EXPECT_EQ(l.graph.nodes[mul].outputs[0].dtype, DType::f32);
+    if (heads == 2) {
+      const std::vector<int> users = l.graph.users(mul);
+      ASSERT_EQ(users.size(), 1u) << text;
+      EXPECT_EQ(l.graph.nodes[users[0]].op, kQuantizeOp) << text;
+      EXPECT_EQ(l.graph.count(kSoftmaxOp), 1) << text;
+    }
+    auto in = inputs(c);
+    const KernelSet exact = exact_cortex_m_kernels();
+    Tensor want = interpret(l.entry, exact, in, {}).outputs[0], got = interpret(l.graph, exact, in, {}).outputs[0];
+    for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data[i], want.data[i], 1e-12) << heads;
+  }
+  up.fold = true;
+  Lowered f = lower(eligible(), Policy::decompose_fold, up);
+  EXPECT_EQ(f.graph.count(kMulOp) + f.graph.count("aten.mul.Scalar"), 0) << print_graph(f.graph);
+}
+
+// shared-decomp under int8 (§1.3 derived): the two score bmm quantized; the
+// q·c and kᵀ·c MULs read float placeholders and _safe_softmax is not in
+// SOFTMAX_OP_PATTERNS, so both stay fp32; the softmax sits between a
+// dequantize and (through MatmulToBmm's reshape) a quantize. A causal or
+// masked call adds its mask in fp32 too.
+TEST(QuantizeLower, SharedDecompKeepsSafeSoftmaxAndScaleMulsFp32) {
+  Case c = eligible(2);
+  c.batch = {SymExpr(1)};
+  c.q_len = c.kv_len = 4;
+  c.head_dim = c.value_dim = 4;
+  for (int form = 0; form < 3; ++form) {
+    if (form == 1) c.is_causal = true;
+    if (form == 2) {
+      c.is_causal = false;
+      c.mask = MaskSpec{DType::b8, {SymExpr(4), SymExpr(4)}, MaskPattern::random, 0.7};
+    }
+    Lowered l = lower(c, Policy::shared_decomp);
+    const std::string text = print_graph(l.graph);
+    EXPECT_TRUE(verify_graph(l.graph).empty()) << text;
+    EXPECT_EQ(l.graph.count(kBmmOp), 2) << text;
+    EXPECT_EQ(l.graph.count(kSoftmaxOp), 0) << text;
+    EXPECT_EQ(l.graph.count(kMulOp), 0) << text;
+    EXPECT_EQ(l.graph.count("aten.mul.Scalar"), 2) << text;
+    ASSERT_EQ(l.graph.count("aten._safe_softmax.default"), 1) << text;
+    int sm = l.graph.find(first(l.graph, "aten._safe_softmax.default").name);
+    EXPECT_EQ(l.graph.nodes[sm].outputs[0].dtype, DType::f32);
+    const Node* in = &l.graph.nodes[std::get<ValueRef>(l.graph.nodes[sm].args[0]).node];
+    if (form > 0) {
+      EXPECT_EQ(in->op, "aten.add.Tensor") << text;
+      in = &l.graph.nodes[std::get<ValueRef>(in->args[0]).node];
+    }
+    EXPECT_EQ(in->op, kDequantizeOp) << text;
+    int at = sm;
+    while (l.graph.users(at).size() == 1 && l.graph.nodes[l.graph.users(at)[0]].op == "aten.reshape.default")
+      at = l.graph.users(at)[0];
+    ASSERT_EQ(l.graph.users(at).size(), 1u) << text;
+    EXPECT_EQ(l.graph.nodes[l.graph.users(at)[0]].op, kQuantizeOp) << text;
+    auto inputs_c = inputs(c);
+    const KernelSet exact = exact_cortex_m_kernels();
+    Tensor want = interpret(l.entry, exact, inputs_c, {}).outputs[0];
+    Tensor got = interpret(l.graph, exact, inputs_c, {}).outputs[0];
+    for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data[i], want.data[i], 1e-12) << form;
+  }
+}
+
+// Scores that are exactly 0 (q ⟂ k) floor the bmm's output observer at eps,
+// while the int8 codes of q and k do not cancel: S_l·S_r/S_o needs a large
+// left shift and acc·2^shift leaves int32. overflow=undefined refuses it
+// (naming the accumulator); overflow=wrap computes the wrapped value, which
+// the stage reference (requantize_cmsis, Python integers) then contradicts.
+TEST(QuantizeLower, AnEpsFlooredBmmOutputOverflowsTheLeftShift) {
+  Case c;
+  c.head_dim = c.value_dim = 2;
+  Graph entry = sdpa_entry_graph(c);
+  Tensor q(DType::f32, {1, 1, 2}), k(DType::f32, {1, 1, 2}), v(DType::f32, {1, 1, 2});
+  q.data = {1000, 1000};
+  k.data = {1000, -1000};
+  v.data = {1, 2};
+  const std::map<std::string, Tensor> in{{"q", q}, {"k", k}, {"v", v}};
+  attach_example_inputs(entry, in);
+  Graph g = DecomposeSdpaPass(Policy::decompose, std::nullopt).run(entry, c.shape_env()).graph;
+  g = MatmulToBmmPass().run(g, {}).graph;
+  const Graph l = QuantizeLowerPass({}).run(g, {}).graph;
+  const Node& bmm = first(l, kBmmOp);
+  EXPECT_EQ(std::get<double>(*bmm.kwarg("output_scale")), static_cast<double>(std::numeric_limits<float>::epsilon()));
+  EXPECT_GT(std::get<int64_t>(bmm.args[6]), 20) << print_graph(l);
+  try {
+    interpret(l, cmsis_nn_kernels(), in, {});
+    ADD_FAILURE() << "not refused";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
+    EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_batch_matmul_s8: acc[0,0,0]·2^shift"),
+              std::string::npos)
+        << e.what();
+  }
+  const KernelSet wrap = cmsis_nn_kernels(cmsis::Rounding::double_rounding, DType::f32, cmsis::Overflow::wrap);
+  const Execution run = interpret(l, wrap, in, {}, /*keep_values=*/true);
+  const std::optional<std::string> breach = first_stage_out_of_bound(l, run);
+  ASSERT_TRUE(breach.has_value());
+  EXPECT_NE(breach->find("stage %bmm"), std::string::npos) << *breach;
+  std::printf("%s\n", breach->c_str());
 }
 
 TEST(QuantizeLower, MinMaxObserver) {

@@ -97,7 +97,8 @@ std::vector<int8_t> arm_batch_matmul_s8(const std::vector<int8_t>& lhs, const st
   for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
     const int64_t b = i / (d.m * d.n), m = i / d.n % d.m, n = i % d.n;
     const std::string name = "acc[" + std::to_string(b) + "," + std::to_string(m) + "," + std::to_string(n) + "]";
-    const int64_t v = int64_t{requantize_in(kKernel, name, acc[i], p.multiplier, p.shift, p.rounding)} + p.output_offset;
+    const int64_t v =
+        int64_t{requantize_in(kKernel, name, acc[i], p.multiplier, p.shift, p.rounding, p.overflow)} + p.output_offset;
     if (!fits(v))
       throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));

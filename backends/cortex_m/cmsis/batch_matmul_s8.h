@@ -32,6 +32,7 @@ struct BatchMatmulParams {
   int32_t activation_max = 127;
   /// The requantization CMSIS-NN is built with (the default: double rounding).
   Rounding rounding = Rounding::double_rounding;
+  Overflow overflow = Overflow::undefined;
 };
 
 /// out[b,m,n] = clamp(requantize(Σ_k (lhs[b,m,k] + input_offset)·(rhs_t[b,n,k] +

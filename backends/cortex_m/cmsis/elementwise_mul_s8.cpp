@@ -43,7 +43,9 @@ std::vector<int8_t> arm_elementwise_mul_s8(const std::vector<int8_t>& a, const s
     if (!fits(product))
       throw CmsisUndefined({kKernel, name, "(a + input_1_offset)·(b + input_2_offset) overflows int32"});
     const int64_t v =
-        int64_t{requantize_in(kKernel, name, static_cast<int32_t>(product), p.multiplier, p.shift, p.rounding)} + p.output_offset;
+        int64_t{requantize_in(kKernel, name, static_cast<int32_t>(product), p.multiplier, p.shift, p.rounding,
+                              p.overflow)} +
+        p.output_offset;
     if (!fits(v))
       throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));

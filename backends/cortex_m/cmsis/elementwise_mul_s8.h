@@ -21,6 +21,7 @@ struct ElementwiseMulParams {
   int32_t activation_max = 127;
   /// The requantization CMSIS-NN is built with (the default: double rounding).
   Rounding rounding = Rounding::double_rounding;
+  Overflow overflow = Overflow::undefined;
 };
 
 /// out[i] = clamp(requantize((a[i] + input_1_offset)·(b[i] + input_2_offset),

@@ -29,6 +29,19 @@ TEST(CmsisElementwiseMulS8, HandComputed) {
   EXPECT_EQ(arm_elementwise_mul_s8({3, -128}, {-5, 127}, p), (std::vector<int8_t>{-128, -128}));
 }
 
+// A left shift past int32 (S_a·S_b/S_o >= 1): (127 + 128)^2·2^20 overflows.
+// Undefined by default; wrapped (overflow=wrap) it is 0xE0100000, negative, so
+// the output clamps to -128 where the real product saturates at 127.
+TEST(CmsisElementwiseMulS8, LeftShiftOverflowWrapsOnlyWhenAskedTo) {
+  ElementwiseMulParams p;
+  p.input_1_offset = p.input_2_offset = 128;
+  p.multiplier = 1 << 30;
+  p.shift = 20;
+  EXPECT_EQ(refusal([&] { arm_elementwise_mul_s8({127}, {127}, p); }).operand, "product[0]·2^shift");
+  p.overflow = Overflow::wrap;
+  EXPECT_EQ(arm_elementwise_mul_s8({127, -128}, {127, 5}, p), (std::vector<int8_t>{-128, 0}));
+}
+
 TEST(CmsisElementwiseMulS8, UsesDoubleRounding) {
   // 1·1 × 0.375: double rounding gives 1 (0.75 → 1, then 0.5 → 1); single rounding would give 0.
   ElementwiseMulParams p;

@@ -27,6 +27,7 @@ struct FullyConnectedParams {
   int32_t activation_min = -128;
   int32_t activation_max = 127;
   Rounding rounding = Rounding::double_rounding;
+  Overflow overflow = Overflow::undefined;
 };
 
 /// out[r,n] = clamp(requantize(Σ_k (input[r,k] + input_offset)·weight[n,k] +

@@ -27,7 +27,7 @@ int32_t single_rounding(const std::string& kernel, int32_t v, int32_t multiplier
 }  // namespace
 
 int32_t requantize_in(const std::string& kernel, const std::string& value, int32_t v, int32_t multiplier,
-                      int32_t shift, Rounding rounding) {
+                      int32_t shift, Rounding rounding, Overflow overflow) {
   if (multiplier == std::numeric_limits<int32_t>::min())
     throw CmsisUndefined(
         {kernel, "multiplier", "INT32_MIN is outside arm_nn_requantize's documented range [INT32_MIN+1, INT32_MAX]"});
@@ -35,12 +35,15 @@ int32_t requantize_in(const std::string& kernel, const std::string& value, int32
     throw CmsisUndefined({kernel, "shift", std::to_string(shift) + " is outside [-31, 31]: a C shift by 32 or more"});
   if (rounding == Rounding::single_rounding) return single_rounding(kernel, v, multiplier, shift);
   const int32_t left = shift > 0 ? shift : 0, right = shift < 0 ? -shift : 0;
-  const int32_t shifted = shift_left_as_c(v, left, kernel, value + "·2^shift");
+  // Two's complement wrap of the 32-bit product (unsigned arithmetic is defined modulo 2^32).
+  const int32_t shifted = overflow == Overflow::wrap
+                              ? static_cast<int32_t>(static_cast<uint32_t>(v) << left)
+                              : shift_left_as_c(v, left, kernel, value + "·2^shift");
   return divide_by_power_of_two(doubling_high_mult_no_sat(shifted, multiplier), right);
 }
 
-int32_t requantize(int32_t v, int32_t multiplier, int32_t shift) {
-  return requantize_in("arm_nn_requantize", "v", v, multiplier, shift);
+int32_t requantize(int32_t v, int32_t multiplier, int32_t shift, Overflow overflow) {
+  return requantize_in("arm_nn_requantize", "v", v, multiplier, shift, Rounding::double_rounding, overflow);
 }
 
 }  // namespace sdpa::cortex_m::cmsis

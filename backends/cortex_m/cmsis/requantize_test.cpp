@@ -34,6 +34,20 @@ TEST(CmsisRequantize, GoldenQuarter) {
   EXPECT_EQ(single_rounding(-2, 1 << 30, -1), 0);  // the single-rounding mutant fails this golden
 }
 
+// §2.1: "the left shift v·2^s wraps in int32". C calls that signed overflow
+// undefined (the default: refused, naming the operand); the compiled Arm code
+// wraps: 2^30·4 = 2^32 ≡ 0, and 3·2^29·4 = 3·2^31 ≡ -2^31, which M = 2^30 halves.
+TEST(CmsisRequantize, LeftShiftOverflowIsUndefinedOrWraps) {
+  const CmsisFault f = refusal([] { requantize(1 << 30, 1 << 30, 2); });
+  EXPECT_EQ(f.kernel, "arm_nn_requantize");
+  EXPECT_EQ(f.operand, "v·2^shift");
+  EXPECT_EQ(requantize(1 << 30, 1 << 30, 2, Overflow::wrap), 0);
+  EXPECT_EQ(requantize(3 << 29, 1 << 30, 2, Overflow::wrap), -(1 << 30));
+  EXPECT_EQ(requantize(-3, 1 << 30, 31, Overflow::wrap), -(1 << 30));  // odd v·INT32_MIN ≡ INT32_MIN, halved
+  for (int32_t v : {-77, 0, 5, 1 << 20})  // no overflow: both agree
+    EXPECT_EQ(requantize(v, 1 << 30, 2, Overflow::wrap), requantize(v, 1 << 30, 2)) << v;
+}
+
 TEST(CmsisRequantize, DoubleRoundingDiffersFromSingleRounding) {
   // 1 × 0.75·2^-1 = 0.375: MUL_NO_SAT rounds 0.75 up to 1, DIV_POW2 then rounds 0.5 away to 1;
   // one rounding gives 0. The double-rounded result is 0.625 from the real value.
