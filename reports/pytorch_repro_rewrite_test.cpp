@@ -3,8 +3,13 @@
 // the kernels the finding names), and what the script embeds of it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "backends/all_targets.h"
 #include "harness/campaign/replay.h"
@@ -27,9 +32,13 @@ const Fixture& fixture() {
   return f;
 }
 
-CorpusEntry corpus(const std::string& name) {
+std::string source_dir() {
   const char* src = std::getenv("SDPACHECK_SOURCE_DIR");
-  return read_replay_entry(std::string(src ? src : ".") + "/corpus/" + name, fixture().registry);
+  return src ? src : ".";
+}
+
+CorpusEntry corpus(const std::string& name) {
+  return read_replay_entry(source_dir() + "/corpus/" + name, fixture().registry);
 }
 
 RewriteRun rewrite_of(const CorpusEntry& e) {
@@ -133,6 +142,40 @@ TEST(RewriteRunOfCorpus, ASelfTestMutantIsNamedAsADeviation) {
   ASSERT_EQ(r.upstream.deviations.size(), 1u);
   EXPECT_NE(r.upstream.deviations[0].find("option mutant=causal-bottom-right"), std::string::npos);
   EXPECT_EQ(r.runs.size(), 2u);  // s0 = 1 and s0 = 2
+}
+
+// Every corpus file's script, written as `repro --pytorch` writes it, runs with
+// Debian's python3-torch and ends with a true verdict line
+// (reports/check_repro_scripts.py says which line each kind of finding must end with).
+TEST(ReproCorpus, EveryCorpusFilesScriptRunsAndEndsWithATrueVerdict) {
+  const std::string python = "/usr/bin/python3";
+  if (std::system((python + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << python << " has no torch";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / ("repro_corpus_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string scripts;
+  int in_pipeline = 0, files = 0;
+  for (const std::string& file : collect_corpus_files({source_dir() + "/corpus"})) {
+    const CorpusEntry e = read_replay_entry(file, fixture().registry);
+    const RewriteRun r = rewrite_of(e);
+    in_pipeline += r.applies;
+    const fs::path script = dir / (fs::path(file).parent_path().filename().string() + "__" +
+                                   fs::path(file).stem().string() + ".py");
+    std::ofstream(script) << script_of(e, r);
+    scripts += " '" + script.string() + "'";
+    ++files;
+  }
+  EXPECT_GT(in_pipeline, 30);           // most corpus findings lie in a target's pipeline
+  EXPECT_GT(files - in_pipeline, 10);   // the pass entries and oracle-level findings keep the original call
+  std::string output;
+  FILE* pipe = popen((python + " " + source_dir() + "/reports/check_repro_scripts.py" + scripts + " 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
+  EXPECT_EQ(pclose(pipe), 0) << output;
+  EXPECT_EQ(output.find("FAIL "), std::string::npos) << output;
+  fs::remove_all(dir);
 }
 
 }  // namespace
