@@ -47,6 +47,11 @@ UpstreamRepro llm_upstream_repro(const Options& o) {
   u.python = std::string("ASSUME_CAUSAL_MASK = ") + (assume_causal ? "True" : "False") +
              "  # the pass's constructor argument (option assume_causal_mask)\n" + kProgram;
   auto option = [&](const std::string& key) { return o.count(key) ? o.at(key) : std::string("none"); };
+  // The script's module is the plain call (SdpaCall); another entry form is not built.
+  if (o.count("entry") && o.at("entry") != "sdpa") {
+    u.python.clear();
+    u.not_run = "the script builds the plain aten SDPA call only (entry=sdpa), not entry=" + o.at("entry");
+  }
   if (option("guard") == "contract")
     u.deviations.push_back(
         "option guard=contract: sdpacheck's intended guard design (semantics passes.md section 3), which the "
