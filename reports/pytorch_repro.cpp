@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "harness/case/tensor_data.h"
+#include "reports/pytorch_repro_rewrite.h"
+#include "reports/python_text.h"
 
 namespace sdpa {
 namespace {
@@ -264,7 +266,7 @@ def compare(n, run, out, v):
 
 def main():
     dump = "--dump" in sys.argv[1:]
-    found = []
+    found, ran = [], []
     for n, run in enumerate(RUNS):
         q = make_input("q", run["batch"], Q_HEADS, run["q_len"], HEAD_DIM)
         k = make_input("k", run["batch"], KV_HEADS, run["kv_len"], HEAD_DIM)
@@ -279,32 +281,15 @@ def main():
         how, out = call_original(q, k, v, mask)
         print(f"run {n} at sizes {run['sizes']}: {how}")
         found += compare(n, run, out, v)
-    if not dump:
+        ran.append({"inputs": (q, k, v) if mask is None else (q, k, v, mask), "how": how, "out": out, "v": v})
+    if dump:
+        return
+    if REWRITE is not None:  # a finding in the rewrite: its own part of the script says what ran
+        print(rewrite_verdict(found, ran))
+    else:
         print("REPRODUCED: PyTorch differs from sdpacheck's golden: " + "; ".join(found) if found
               else "NOT REPRODUCED: PyTorch agrees with sdpacheck's golden")
-
-
-if __name__ == "__main__":
-    main()
 )py";
-
-std::string py_float(double x) {
-  if (std::isnan(x)) return "float('nan')";
-  if (std::isinf(x)) return x > 0 ? "float('inf')" : "float('-inf')";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", x);  // 17 digits: the double round-trips exactly
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-std::string py_str(const std::string& s) { return nlohmann::json(s).dump(); }
-
-std::string py_ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 std::string py_dtype(DType t) {
   switch (t) {
@@ -314,13 +299,6 @@ std::string py_dtype(DType t) {
     case DType::b8: return "torch.bool";
     default: return "torch.float32";  // f32, and int8 cases, whose q, k, v are f32 (make_input)
   }
-}
-
-// One line, for a comment.
-std::string one_line(std::string s) {
-  for (char& ch : s)
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  return s;
 }
 
 // A bottom-right causal call is not what F.scaled_dot_product_attention's
@@ -438,13 +416,16 @@ std::vector<Golden> run_goldens(const Case& c, const ReferenceModel& reference) 
 }
 
 std::string pytorch_repro_script(const CorpusEntry& e, const std::string& source,
-                                 const std::string& reference_name,
-                                 const std::vector<Golden>& goldens) {
+                                 const std::string& reference_name, const std::vector<Golden>& goldens,
+                                 const RewriteRun* rewrite) {
   std::ostringstream o;
   write_header(o, e, source, reference_name);
   write_case_constants(o, e.c);
   write_runs(o, e.c, goldens);
+  write_rewrite_constants(o, e, rewrite);
   o << kScriptBody;
+  write_rewrite_body(o, rewrite);
+  o << "\n\nif __name__ == \"__main__\":\n    main()\n";
   return o.str();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/io/corpus.h"
+#include "harness/campaign/rewrite_run.h"
 #include "harness/check/reference.h"
 
 namespace sdpa {
@@ -20,8 +21,13 @@ std::vector<Golden> run_goldens(const Case& c, const ReferenceModel& reference);
 /// "NOT REPRODUCED:". With --dump it prints the rebuilt q, k, v and mask of
 /// each run ("dump RUN NAME DTYPE D0xD1x... VALUES": DTYPE as torch prints it,
 /// values as float.hex, in the case layout) and stops.
+/// With a `rewrite` that applies (the finding lies in the rewrite), the
+/// script also runs the target's upstream pipeline where it is installed,
+/// else sets sdpacheck's model of the rewrite beside PyTorch's call; its
+/// last line may then also start with "REPRODUCED IN MODEL:" or
+/// "NOT REPRODUCED IN MODEL:" (pytorch_repro_rewrite.h).
 std::string pytorch_repro_script(const CorpusEntry& e, const std::string& source,
-                                 const std::string& reference_name,
-                                 const std::vector<Golden>& goldens);
+                                 const std::string& reference_name, const std::vector<Golden>& goldens,
+                                 const RewriteRun* rewrite = nullptr);
 
 }  // namespace sdpa

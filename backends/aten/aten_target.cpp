@@ -95,6 +95,25 @@ class AtenTarget : public Target {
   Graph entry(const Case& c) const override { return sdpa_entry_graph(c); }
   std::vector<const Pass*> passes() const override { return {&pass_}; }
 
+  // PyTorch's own decomposition, where torch.export has it.
+  UpstreamRepro upstream_repro() const override {
+    UpstreamRepro u;
+    u.model = "the math decomposition (_scaled_dot_product_attention_math)";
+    u.entry_points = {
+        "torch.export.export(module, args).run_decompositions(): PyTorch's own decompositions (PyTorch 2.1 or "
+        "later); whether its default table decomposes SDPA into the math backend's ops (semantics llm-and-cuda.md "
+        "section 3.4) depends on the PyTorch version, so the script prints the ops of the program it ran"};
+    u.python = R"py(
+def upstream_program(module, inputs):
+    exported = export_call(module, inputs)
+    decomposed = in_stage("ExportedProgram.run_decompositions", lambda: exported.run_decompositions())
+    return (f"PyTorch {torch.__version__}: torch.export.export(..., strict=True).run_decompositions(), "
+            f"then its module() called eagerly"), decomposed.module()
+)py";
+    if (options_.at("mutant") != "none") u.deviations.push_back(self_test_deviation("mutant", options_.at("mutant")));
+    return u;
+  }
+
   std::vector<KernelSetInfo> kernel_sets() const override {
     const std::string& which = options_.at("kernels");
     std::vector<KernelSetInfo> out;

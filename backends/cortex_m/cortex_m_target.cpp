@@ -196,6 +196,27 @@ class CortexMTarget : public Target {
     return p;
   }
 
+  // The upstream pipeline a repro script could run: none whole (cortex-m-and-xnnpack.md section 1).
+  UpstreamRepro upstream_repro() const override {
+    UpstreamRepro u;
+    u.model = "the SDPA decomposition and its int8 lowering (DecomposeSDPAPass, the quantizer, AtenToCortexMPass)";
+    u.entry_points = {
+        "executorch.backends.cortex_m.passes.cortex_m_pass_manager.CortexMPassManager: transform_for_annotation "
+        "(ScalarsToAttributePass ... MatmulToBmmPass) and the lowering pass_list ending in AtenToCortexMPass "
+        "(semantics cortex-m-and-xnnpack.md section 1.1)",
+        "DecomposeSDPAPass (options guard=decompose and decompose+fold; semantics passes.md section 1) is not in "
+        "ExecuTorch main: main decomposes SDPA only through DecomposeScaledDotProductAttentionPass "
+        "(backends/arm/_passes/decompose_sdpa_pass.py, guard=shared-decomp), which users apply themselves before "
+        "prepare_pt2e (section 1.3)",
+        "the int8 kernels are CMSIS-NN's (cortex_m::quantized_* ops), which run on the Cortex-M runtime"};
+    u.probes = {"executorch.backends.cortex_m.passes.cortex_m_pass_manager"};
+    u.not_run = "the decomposition this target models is not in ExecuTorch main and the CMSIS-NN kernels run on "
+                "the Cortex-M runtime: the script does not run the Cortex-M pipeline";
+    for (const char* key : {"weaken", "mutant"})
+      if (options_.at(key) != "none") u.deviations.push_back(self_test_deviation(key, options_.at(key)));
+    return u;
+  }
+
   std::vector<KernelSetInfo> kernel_sets() const override {
     return {{&kernels_, {DType::f32},
              "CMSIS-NN int8 models for the cortex_m ops, portable f32 kernels for what stays float",

@@ -177,6 +177,24 @@ class CudaTarget : public Target {
     return {&pass_};
   }
 
+  // The upstream pipeline a repro script could run: none here (semantics llm-and-cuda.md section 4).
+  UpstreamRepro upstream_repro() const override {
+    UpstreamRepro u;
+    u.model = triton_ ? "ReplaceFusedSdpaWithSdpaPass and the Triton SDPA kernels" : "ReplaceFusedSdpaWithSdpaPass";
+    u.entry_points = {
+        "ReplaceFusedSdpaWithSdpaPass: not in ExecuTorch main (cff6f4dd32), in none of its branch tips and not in "
+        "the public code index (semantics llm-and-cuda.md section 4.1): the pass this target models (semantics "
+        "passes.md section 2) has no upstream code to run",
+        "executorch.backends.cuda.triton.replacement_pass.ReplaceEdgeOpWithTritonOpPass: in ExecuTorch main; "
+        "replaces every edge SDPA by triton::sdpa or triton::sdpa_decode_splitk (section 4.2), whose kernels "
+        "need a CUDA device and Triton"};
+    u.probes = {"executorch.backends.cuda.triton.replacement_pass"};
+    u.not_run = "ReplaceFusedSdpaWithSdpaPass is not in ExecuTorch and the Triton kernels need a CUDA device: "
+                "the script does not run the CUDA pipeline";
+    if (options_.at("weaken") != "none") u.deviations.push_back(self_test_deviation("weaken", options_.at("weaken")));
+    return u;
+  }
+
   std::vector<KernelSetInfo> kernel_sets() const override {
     if (triton_)
       return {{&kernels_, {DType::bf16}, "triton.sdpa and triton.sdpa_decode_splitk models; no fused op",

@@ -6,6 +6,7 @@
 #include "backends/common/sdpa_entry.h"
 #include "backends/llm/contract_spec.h"
 #include "backends/llm/custom_sdpa_kernel.h"
+#include "backends/llm/llm_upstream_repro.h"
 #include "backends/llm/replace_sdpa_pass.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/kernels/reference_kernels.h"
@@ -150,6 +151,8 @@ class LlmTarget : public Target {
              "row; aten adds -inf and multiplies the zero weight into V: NaN. Tensor data is runtime "
              "data, so no guard can rule it out."}};
   }
+
+  UpstreamRepro upstream_repro() const override { return llm_upstream_repro(options_); }
 
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
                                           const std::vector<int64_t>& rows,

@@ -122,6 +122,28 @@ class XnnpackTarget : public Target {
     return out;
   }
 
+  // The upstream pipeline a repro script could run: none whole (cortex-m-and-xnnpack.md sections 0, 3).
+  UpstreamRepro upstream_repro() const override {
+    UpstreamRepro u;
+    u.model = "ConvertToSDPAPass's SDPA on the XNNPACK library";
+    u.entry_points = {
+        "executorch.backends.xnnpack._passes.convert_to_sdpa.ConvertToSDPAPass: in XNNPACKPassManager's default "
+        "list, run by xnnpack_preprocess on each delegated subgraph (semantics cortex-m-and-xnnpack.md section "
+        "3.2); its module _passes is private to the XNNPACK backend",
+        "the XNNPACK SDPA node visitor and runtime were deleted from ExecuTorch (#11506) and XNNPACK removed its "
+        "SDPA operator (764f7826eb): the SDPA ConvertToSDPAPass emits has no upstream kernel to run in main "
+        "(sections 0, 3.3); sdpacheck runs the operator from the XNNPACK library it is built with"};
+    if (options_.at("guard") == "lift")
+      u.entry_points.push_back(
+          "LiftConstantScalarOperandsPass (option guard=lift): ExecuTorch PR #20515, not in ExecuTorch main at the "
+          "snapshot; merged later and backed out by #22942 (section 0)");
+    u.probes = {"executorch.backends.xnnpack._passes.convert_to_sdpa"};
+    u.not_run = "the SDPA ConvertToSDPAPass emits has no XNNPACK visitor or runtime in ExecuTorch main: the script "
+                "does not run the XNNPACK pipeline";
+    if (options_.at("mutant") != "none") u.deviations.push_back(self_test_deviation("mutant", options_.at("mutant")));
+    return u;
+  }
+
   std::vector<KernelSetInfo> kernel_sets() const override {
     return {{&xnnpack_, {DType::f32, DType::f16},
              "real XNNPACK (bmm via fully-connected, f32 softmax, multiply), XNNPACK SDPA operator model, "

@@ -20,6 +20,7 @@
 #include "harness/check/reference.h"
 #include "harness/ir/shape_env.h"
 #include "harness/case/tensor_data.h"
+#include "harness/check/upstream_repro.h"
 
 namespace sdpa {
 
@@ -162,6 +163,9 @@ class Target {
   /// node: dtype-mismatch findings, and the graph is not run.
   virtual std::vector<std::string> type_errors(const Graph& g) const { return {}; }
   virtual std::vector<DeclaredDivergence> divergences() const { return {}; }
+  /// How a repro script runs the target's upstream code for a finding in
+  /// the rewrite (upstream_repro.h); empty: the script names no entry point.
+  virtual UpstreamRepro upstream_repro() const { return {}; }
   /// What the target counts on one case after its passes (nodes a library
   /// takes, patterns matched), by name; a campaign sums them per entry
   /// variant into run.json and the HTML report.

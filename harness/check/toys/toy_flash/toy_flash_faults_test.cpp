@@ -15,6 +15,7 @@
 #include "harness/campaign/explain.h"
 #include "harness/campaign/gate.h"
 #include "harness/campaign/replay.h"
+#include "harness/campaign/rewrite_run.h"
 #include "harness/check/toys/toy_flash/fault_kernels.h"
 #include "harness/check/toys/toy_targets.h"
 #include "harness/io/corpus.h"
@@ -110,6 +111,12 @@ void expect_finding(const std::string& fault, const std::string& verdict, const 
   EXPECT_NE(told->find("verdict: " + verdict), std::string::npos) << *told;
   EXPECT_NE(told->find(detail), std::string::npos) << *told;
   EXPECT_NE(told->find("not taken apart"), std::string::npos) << *told;
+  // repro's run of the rewrite reports the death too, and does not run the case here.
+  RewriteRun rewrite = run_rewrite(read_corpus_file(w.file), fixture().registry, *fixture().reference, isolated.get());
+  EXPECT_TRUE(rewrite.applies);
+  EXPECT_TRUE(rewrite.runs.empty());
+  EXPECT_NE(rewrite.error.find("ended sdpacheck's worker process"), std::string::npos) << rewrite.error;
+  EXPECT_NE(rewrite.error.find(detail), std::string::npos) << rewrite.error;
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,1 @@
+"""TEST DOUBLE package (see executorch/__init__.py)."""
