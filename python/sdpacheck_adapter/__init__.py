@@ -23,7 +23,14 @@ from .guard import Decision, GuardContext, RewriteControl, RuleOutcome
 from .protocol import PROTOCOL_VERSION, PassContext, PassFailure, Server, Unsupported, serve
 from .symbolic import Fact, ShapeEnv, SymExpr, shape_str
 
-try:
-    from .fx_graph import from_fx, graph_name, make_node, to_fx
-except ImportError:  # no torch: the plain-graph mode only
-    pass
+_FX_NAMES = ("from_fx", "graph_name", "make_node", "to_fx")
+
+
+def __getattr__(name):
+    # torch.fx is imported on first use: a plain-graph adapter starts without
+    # importing torch (seconds), and runs where torch is not installed.
+    if name in _FX_NAMES:
+        from . import fx_graph
+
+        return getattr(fx_graph, name)
+    raise AttributeError("module 'sdpacheck_adapter' has no attribute %r" % name)

@@ -3,8 +3,8 @@
 `unguarded` from the target's options) as an sdpacheck adapter on the plain
 graph (the standard library only: it starts in milliseconds), with a fault
 to inject for the tests of adapter supervision. The fault fires on a call
-whose Lq can reach 5 or more (the largest size in its range), as the toy's
-fault kernels do, so a campaign shrinks it to Lq 5:
+whose Lq is 5 or more on the export hints (a guard sees hints, not runtime
+sizes), so a campaign shrinks it to Lq 5:
 
   exit            exits with status 3, after a line on stderr
   segfault        kills itself with SIGSEGV
@@ -76,7 +76,7 @@ def flash_pass(fault):
             if guarded:
                 guard.rule("causal-lengths", not n.args[4] or guard.known(sa.Fact(lq, "==", lkv)),
                            "causal: Lq %s == Lkv %s statically known" % (lq, lkv))
-            fault.fired = ctx.shape_env.range(lq)[1] >= 5
+            fault.fired = lq_on_hints(lq, ctx.shape_env) >= 5
             inject(fault, guard)
             rewrite = ctx.decide(guard)
             if fault.at("ignore-control"):
@@ -93,6 +93,12 @@ def flash_pass(fault):
         return out
 
     return run
+
+
+def lq_on_hints(lq, env):
+    """Lq on the export hints; 0 when a symbol of it is unbacked."""
+    hints = {s: env.symbols[s].hint for s in lq.symbols()}
+    return 0 if None in hints.values() else lq.eval(hints)
 
 
 def inject(fault, guard):
