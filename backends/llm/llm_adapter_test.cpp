@@ -55,7 +55,7 @@ Observed campaign(const Options& options, int64_t cases, bool isolate) {
   CampaignOptions o;
   o.seed = 20261208;
   o.cases = cases;
-  o.max_shrink_steps = 120;
+  o.max_shrink_steps = 60;
   o.isolate = isolate;
   o.jobs = isolate ? 2 : 1;
   o.limits = {60, 0};
@@ -97,8 +97,8 @@ class LlmAdapter : public testing::TestWithParam<std::string> {};
 TEST_P(LlmAdapter, ThePythonPortFindsWhatTheModelFinds) {
   if (!have_torch_fx()) GTEST_SKIP() << kPython << " has no torch.fx (Debian: python3-torch)";
   const std::string guard = GetParam();
-  Observed model = campaign({{"guard", guard}}, 300, false);
-  Observed python = campaign({{"guard", guard}, {"pass", port()}}, 300, guard == "contract");
+  Observed model = campaign({{"guard", guard}}, 250, false);
+  Observed python = campaign({{"guard", guard}, {"pass", port()}}, 250, guard == "contract");
   expect_same(model, python);
   EXPECT_GT(model.run.verdicts["pass"], 0);
   EXPECT_GT(model.run.verdicts["rejected"] + model.run.verdicts["missed-rewrite"], 0);

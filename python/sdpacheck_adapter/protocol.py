@@ -98,7 +98,8 @@ class Server:
                 g = out if out is not None else g
             graph = graph_to_json(g)
         except Exception as e:  # the pass raised: its message goes back, the adapter goes on
-            traceback.print_exc(file=sys.stderr)
+            if os.environ.get("SDPACHECK_ADAPTER_DEBUG"):
+                traceback.print_exc(file=sys.stderr)
             kind = "unsupported" if isinstance(e, Unsupported) else "raised"
             return {"type": "error", "id": rid, "error": kind, "message": _error_message(e)}
         return {"type": "result", "id": rid, "graph": graph, "decisions": [d.to_json() for d in ctx.decisions]}
