@@ -92,7 +92,8 @@ class Emitter:
         m = meta(x)
         rank = len(m.shape)
         if rank < 3:
-            raise IndexError("Dimension out of range (expected to be in range of [-%d, %d], but got 2)" % (rank, rank - 1))
+            raise IndexError("Dimension out of range (expected to be in range of [-%d, %d], but got 2)"
+                             % (rank, rank - 1))
         out = sa.TensorMeta(m.dtype, swap12(m.shape))
         t = sa.make_node(self.graph, aten.transpose.int, (x, 1, 2), meta=out, name=name)
         return sa.make_node(self.graph, aten.contiguous.default, (t,), meta=out, name=name + "_contiguous")

@@ -20,6 +20,11 @@ std::string stderr_words(const std::string& tail) {
   return "; its stderr ends: " + t;
 }
 
+// A message as one line: a name that is not UTF-8 is written with U+FFFD, not thrown on.
+std::string one_line(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 AdapterPass::AdapterPass(AdapterConfig config, std::string pass, std::string target, Options options)
@@ -45,8 +50,7 @@ std::string AdapterPass::exchange(const std::string& line, double timeout_s) con
 void AdapterPass::ensure_started() const {
   if (child_.usable()) return;
   child_.start();
-  const std::string hello = adapter_hello(pass_, target_, options_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::string line = exchange(hello, config_.start_timeout_s);
+  const std::string line = exchange(one_line(adapter_hello(pass_, target_, options_)), config_.start_timeout_s);
   try {
     read_adapter_hello(line);
   } catch (const PassFault& e) {
@@ -57,9 +61,7 @@ void AdapterPass::ensure_started() const {
 Pass::Result AdapterPass::run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const {
   ensure_started();
   const int64_t id = next_id_++;
-  const std::string request =
-      adapter_run_request(id, g, env, control).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::string line = exchange(request, config_.timeout_s);
+  const std::string line = exchange(one_line(adapter_run_request(id, g, env, control)), config_.timeout_s);
   AdapterRunReply reply;
   try {
     reply = read_adapter_run_reply(line, id, g, control);

@@ -149,7 +149,8 @@ std::string read_adapter_hello(const std::string& line) {
   json j = parse_line(line);
   try {
     JsonObject o(j, "hello");
-    if (const std::string type = o.str("type"); type != "hello") o.fail("type", "expected \"hello\", got \"" + type + "\"");
+    if (const std::string type = o.str("type"); type != "hello")
+      o.fail("type", "expected \"hello\", got \"" + type + "\"");
     const int64_t version = o.integer("version");
     if (version != kAdapterProtocolVersion)
       throw PassFault(Verdict::unexpected_error, "speaks protocol version " + std::to_string(version) +

@@ -57,7 +57,8 @@ struct ArgWriter {
 
 json tensor_to_json(const Tensor& t) {
   json data = json::array();
-  for (double x : t.data) data.push_back(std::isfinite(x) ? json(x) : json(std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf"));
+  for (double x : t.data)
+    data.push_back(std::isfinite(x) ? json(x) : json(std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf"));
   json j = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data", data}};
   if (t.qparams)
     j["qparams"] = {{"scale", t.qparams->scale},
@@ -204,7 +205,8 @@ class GraphReader {
     if (const json* kw = o.find("kwargs")) read_kwargs(*kw, o.field("kwargs"), n);
     const json& outs = list_from_json(o.require("outputs"), o.field("outputs"), kMaxNodeArgs, "outputs");
     if (outs.empty()) o.fail("outputs", "a node needs at least one output");
-    for (size_t i = 0; i < outs.size(); ++i) n.outputs.push_back(value_info_from_json(outs[i], at(o.field("outputs"), i)));
+    for (size_t i = 0; i < outs.size(); ++i)
+      n.outputs.push_back(value_info_from_json(outs[i], at(o.field("outputs"), i)));
     if (const json* subs = o.find("subgraphs")) {
       list_from_json(*subs, o.field("subgraphs"), kMaxNodeArgs, "graphs");
       for (size_t i = 0; i < subs->size(); ++i)

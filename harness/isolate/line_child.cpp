@@ -227,7 +227,8 @@ std::variant<std::string, WorkerDeath> LineChild::call(const std::string& line, 
     if (pending_.size() > max_line_bytes) break;
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left <= 0) return end(Verdict::timeout, "gave no answer within " + seconds_text(timeout_s) + " and was killed");
-    pollfd fds[3] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}, {can_write && written < out_bytes.size() ? in_ : -1, POLLOUT, 0}};
+    const int to_write = can_write && written < out_bytes.size() ? in_ : -1;
+    pollfd fds[3] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}, {to_write, POLLOUT, 0}};
     int ready = poll(fds, 3, static_cast<int>(left * 1000) + 1);
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("adapter: poll: ") + strerror(errno));
     if (ready <= 0) continue;

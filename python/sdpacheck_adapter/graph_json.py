@@ -217,8 +217,8 @@ def arg_from_json(v, field, ref):
 
 def _meta_from_json(v, field):
     q = v.get("qparams")
-    return TensorMeta(DType(v["dtype"]), [_size_from_json(d, "%s.shape[%d]" % (field, i)) for i, d in enumerate(v["shape"])],
-                      QParams(q["scale"], q["zero_point"], q["qmin"], q["qmax"]) if q else None)
+    shape = [_size_from_json(d, "%s.shape[%d]" % (field, i)) for i, d in enumerate(v["shape"])]
+    return TensorMeta(DType(v["dtype"]), shape, QParams(q["scale"], q["zero_point"], q["qmin"], q["qmax"]) if q else None)
 
 
 def meta_to_json(m):
@@ -235,8 +235,8 @@ def constant_from_json(v, field):
 
 
 def constant_to_json(c):
-    j = {"dtype": dtype_name(c.dtype), "shape": list(c.shape),
-         "data": [x if math.isfinite(x) else ("nan" if math.isnan(x) else ("-inf" if x < 0 else "inf")) for x in c.data]}
+    data = [x if math.isfinite(x) else ("nan" if math.isnan(x) else ("-inf" if x < 0 else "inf")) for x in c.data]
+    j = {"dtype": dtype_name(c.dtype), "shape": list(c.shape), "data": data}
     if c.qparams is not None:
         j["qparams"] = c.qparams.to_json()
     return j
@@ -246,7 +246,8 @@ def graph_from_json(j, field="graph"):
     """A Graph of plain objects; references become Ref."""
     try:
         names = {}
-        g = Graph(constants={k: constant_from_json(c, "%s.constants.%s" % (field, k)) for k, c in j.get("constants", {}).items()})
+        constants = j.get("constants", {})
+        g = Graph(constants={k: constant_from_json(c, "%s.constants.%s" % (field, k)) for k, c in constants.items()})
 
         def ref(name, output, where):
             if name not in names:
@@ -257,12 +258,14 @@ def graph_from_json(j, field="graph"):
             f = "%s.nodes[%d]" % (field, i)
             n = Node(nj["name"], nj["op"],
                      [arg_from_json(a, "%s.args[%d]" % (f, k), ref) for k, a in enumerate(nj["args"])],
-                     {kv[0]: arg_from_json(kv[1], "%s.kwargs[%d]" % (f, k), ref) for k, kv in enumerate(nj.get("kwargs", []))},
+                     {kv[0]: arg_from_json(kv[1], "%s.kwargs[%d]" % (f, k), ref)
+                      for k, kv in enumerate(nj.get("kwargs", []))},
                      [_meta_from_json(o, "%s.outputs[%d]" % (f, k)) for k, o in enumerate(nj["outputs"])],
                      [graph_from_json(s, "%s.subgraphs[%d]" % (f, k)) for k, s in enumerate(nj.get("subgraphs", []))])
             names[n.name] = n
             g.nodes.append(n)
-        g.outputs = [ref(o["ref"], o.get("output", 0), "%s.outputs[%d]" % (field, i)) for i, o in enumerate(j["outputs"])]
+        g.outputs = [ref(o["ref"], o.get("output", 0), "%s.outputs[%d]" % (field, i))
+                     for i, o in enumerate(j["outputs"])]
         return g
     except (KeyError, TypeError, AttributeError) as e:
         raise GraphFormatError("%s: not sdpacheck's graph form (%s: %s)" % (field, type(e).__name__, e)) from None

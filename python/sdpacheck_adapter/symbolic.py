@@ -164,7 +164,8 @@ class _Parser:
 
     def parse(self):
         if len(self.text) > MAX_EXPRESSION_LENGTH:
-            raise ValueError("size expression of %d characters, the limit is %d" % (len(self.text), MAX_EXPRESSION_LENGTH))
+            raise ValueError("size expression of %d characters, the limit is %d"
+                             % (len(self.text), MAX_EXPRESSION_LENGTH))
         e = self.sum()
         self.skip()
         if self.pos != len(self.text):
