@@ -49,6 +49,7 @@ check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --opti
 check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard
 check scoped-option 0 "run summary" "$BIN" fuzz --cases 20 --option llm.guard=upstream --no-corpus --run-dir "$TMP/s"
 check scoped-option-unknown 2 "option 'mutant' is not an option of target llm" "$BIN" fuzz --cases 5 --option llm.mutant=drop-scale
+check adapter-option-bad 2 "option 'pass' of target llm: expected model or adapter:COMMAND, got 'foo'" "$BIN" fuzz --cases 5 --target llm --option llm.pass=foo --no-corpus --run-dir "$TMP/adapter"
 check unknown-target 2 "unknown target 'nope'" "$BIN" fuzz --cases 5 --target nope
 check bad-shard 2 "--shard '3/2'" "$BIN" fuzz --cases 5 --shard 3/2
 check k8s-shard-needs-count 2 "pass --shards N or set SDPACHECK_SHARDS" env JOB_COMPLETION_INDEX=1 "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/k"

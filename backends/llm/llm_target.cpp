@@ -8,6 +8,7 @@
 #include "backends/llm/custom_sdpa_kernel.h"
 #include "backends/llm/llm_upstream_repro.h"
 #include "backends/llm/replace_sdpa_pass.h"
+#include "harness/adapter/adapter_option.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -105,6 +106,7 @@ class LlmTarget : public Target {
   explicit LlmTarget(Options options)
       : options_(std::move(options)),
         pass_(config_of(options_)),
+        adapter_(make_adapter_pass(options_, "llm", pass_.name())),
         kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")))),
         exact_(exact_custom_ops()) {}
 
@@ -132,7 +134,8 @@ class LlmTarget : public Target {
   }
 
   Graph entry(const Case& c) const override { return sdpa_entry_graph(c); }
-  std::vector<const Pass*> passes() const override { return {&pass_}; }
+  // pass=adapter:COMMAND: the adapter runs in place of the modeled pass.
+  std::vector<const Pass*> passes() const override { return {adapter_ ? adapter_.get() : &pass_}; }
   std::vector<KernelSetInfo> kernel_sets() const override {
     return {{&kernels_, {DType::f32, DType::f16, DType::bf16, DType::f64},
              "llama.custom_sdpa model, ATen ops from LibTorch, kept SDPA as its decomposition",
@@ -192,6 +195,7 @@ class LlmTarget : public Target {
  private:
   Options options_;
   ReplaceSdpaWithCustomSdpaPass pass_;
+  std::unique_ptr<Pass> adapter_;
   KernelSet kernels_, exact_;
 };
 
@@ -204,7 +208,7 @@ class LlmFactory : public TargetFactory {
   std::vector<OptionSpec> option_specs() const override {
     std::vector<std::string> weaken{"none"};
     for (const auto& [rule, name] : contract_rules()) weaken.push_back(name);
-    return {{"guard", {"upstream", "contract"}, "contract",
+    std::vector<OptionSpec> specs = {{"guard", {"upstream", "contract"}, "contract",
              "upstream: the ExecuTorch pass as it is; contract: rewrite exactly when custom_sdpa "
              "computes what aten computes"},
             {"entry", {"sdpa"}, "sdpa", "entry form: aten SDPA [B, H, L, D] from export"},
@@ -217,6 +221,8 @@ class LlmFactory : public TargetFactory {
             {"miseval", {"none", "causal-lengths", "unmasked-lengths"}, "none",
              "evaluate one contract rule wrongly: causal-lengths as Lq <= Lkv + 1, unmasked-lengths "
              "as Lq <= Lkv (self-tests)"}};
+    for (auto& spec : adapter_option_specs()) specs.push_back(std::move(spec));
+    return specs;
   }
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;

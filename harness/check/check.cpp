@@ -1,4 +1,5 @@
 #include "harness/check/case_checker.h"
+#include "harness/check/pass_fault.h"
 
 namespace sdpa {
 
@@ -158,6 +159,10 @@ std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& 
         decisions->insert(decisions->end(), r.decisions.begin(), r.decisions.end());
         decision_pass_.resize(decisions->size(), static_cast<int>(i));
       }
+    } catch (const PassFault& e) {
+      // The process running the pass failed, not the pass: a finding in forced runs too.
+      result_.findings.push_back(finding(e.verdict, Check::robustness, "pass " + passes[i]->name() + ": " + e.what()));
+      return std::nullopt;
     } catch (const PassUnsupported& e) {
       if (forcing) return std::nullopt;
       result_.findings.push_back(unsupported("pass " + passes[i]->name() + " raised: " + e.what()));

@@ -1,5 +1,6 @@
 #include "harness/check/toys/toy_flash/toy_flash_target.h"
 
+#include "harness/adapter/adapter_option.h"
 #include "harness/check/toys/toy_flash/fault_kernels.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -79,6 +80,7 @@ class ToyFlashTarget : public Target {
   explicit ToyFlashTarget(Options o)
       : options_(std::move(o)),
         pass_(options_.at("guard") == "guarded"),
+        adapter_(make_adapter_pass(options_, "toy-flash", pass_.name())),
         kernels_(make_reference_kernels("portable", Numerics::emulated)) {
     add_fault(kernels_, {kFlash, kSdpa}, options_.at("fault"));
   }
@@ -102,7 +104,7 @@ class ToyFlashTarget : public Target {
     return std::nullopt;
   }
   Graph entry(const Case& c) const override { return flash_graph(c); }
-  std::vector<const Pass*> passes() const override { return {&pass_}; }
+  std::vector<const Pass*> passes() const override { return {adapter_ ? adapter_.get() : &pass_}; }
   std::vector<KernelSetInfo> kernel_sets() const override {
     return {{&kernels_, {DType::f32}, "reference kernels in f32",
              [](const Case& c, const Graph&) {
@@ -116,6 +118,7 @@ class ToyFlashTarget : public Target {
  private:
   Options options_;
   ReplaceFlashPass pass_;
+  std::unique_ptr<Pass> adapter_;  // pass=adapter:COMMAND in place of pass_
   KernelSet kernels_;
 };
 
@@ -124,11 +127,14 @@ class ToyFlashFactory : public TargetFactory {
   std::string name() const override { return "toy-flash"; }
   std::string description() const override { return "a direct flash call (bottom-right causal) to aten SDPA"; }
   std::vector<OptionSpec> option_specs() const override {
-    return {{"guard", {"guarded", "unguarded"}, "guarded",
-             "guarded: keep causal calls unless Lq == Lkv statically; unguarded: rewrite every call"},
-            {"entry", {"flash"}, "flash", "entry form: aten._scaled_dot_product_flash_attention"},
-            {"fault", fault_names(), "none",
-             "the kernels, for Lq >= 5: segfault, abort, hang (loop forever), alloc (without bound); none"}};
+    std::vector<OptionSpec> specs = {
+        {"guard", {"guarded", "unguarded"}, "guarded",
+         "guarded: keep causal calls unless Lq == Lkv statically; unguarded: rewrite every call"},
+        {"entry", {"flash"}, "flash", "entry form: aten._scaled_dot_product_flash_attention"},
+        {"fault", fault_names(), "none",
+         "the kernels, for Lq >= 5: segfault, abort, hang (loop forever), alloc (without bound); none"}};
+    for (auto& spec : adapter_option_specs()) specs.push_back(std::move(spec));
+    return specs;
   }
   std::vector<MutantSpec> mutants() const override {
     return {{"unguarded", {{"guard", "unguarded"}}, "rewrites causal calls with Lq != Lkv (top-left for bottom-right)"}};
