@@ -118,7 +118,7 @@ TEST(RewriteRunOfCorpus, AModelledAbortIsTheRunsError) {
 // A nan-mismatch on kernel set xnnpack: the model is that set's output, with
 // the non-finite element the finding names, not the exact run's.
 TEST(RewriteRunOfCorpus, AnAccuracyFindingRunsTheKernelSetItNames) {
-  const CorpusEntry e = corpus("xnnpack/xnnpack-nan-mismatch-3443707f-cf7f925d.json");
+  const CorpusEntry e = corpus("xnnpack/xnnpack-nan-mismatch-983c1a18-ffcaaae9.json");
   const RewriteRun r = rewrite_of(e);
   ASSERT_TRUE(r.applies);
   EXPECT_EQ(r.kernel_set, "xnnpack");
