@@ -36,20 +36,21 @@ std::vector<std::string> adapted_ops(const Options& options, const std::string& 
   return ops;
 }
 
+// Points into `k`, which the target keeps.
+KernelSetInfo declared_info(const AdapterKernels& k) {
+  const KernelDeclaration& d = k.adapter->declaration();
+  const std::string what = "kernels computed by the adapter `" + k.adapter->config().command + "`" +
+                           (d.name.empty() ? "" : " (" + d.name + ")") + ": " + std::to_string(k.adapted.size()) +
+                           " of " + std::to_string(k.kernels.ops().size()) + " ops";
+  return {&k.kernels, d.dtypes, what, adapter_numerics(d)};
+}
+
 }  // namespace
 
 std::vector<OptionSpec> kernel_adapter_option_specs() {
   return {{"adapter_ops", {}, "all",
            "with a kernel adapter: all (every op it declares) or OP,OP,... (those alone; the target's own kernels "
            "compute the others)"}};
-}
-
-KernelSetInfo AdapterKernels::info() const {
-  const KernelDeclaration& d = adapter->declaration();
-  std::string what = "kernels computed by the adapter `" + adapter->config().command + "`" +
-                     (d.name.empty() ? "" : " (" + d.name + ")") + ": " + std::to_string(adapted.size()) + " of " +
-                     std::to_string(kernels.ops().size()) + " ops";
-  return {&kernels, d.dtypes, what, adapter_numerics(d)};
 }
 
 std::unique_ptr<AdapterKernels> make_adapter_kernels(const Options& options, const std::string& target,
@@ -63,6 +64,7 @@ std::unique_ptr<AdapterKernels> make_adapter_kernels(const Options& options, con
   out->adapter = std::make_shared<KernelAdapter>(config, kAdapterKernelSet, target, options, where);
   out->adapted = adapted_ops(options, target, out->adapter->declaration());
   out->kernels = adapter_kernel_set(out->adapter, kAdapterKernelSet, out->adapted, base);
+  out->info_ = declared_info(*out);
   return out;
 }
 

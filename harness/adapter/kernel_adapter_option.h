@@ -26,7 +26,8 @@ struct AdapterKernels {
   std::vector<std::string> adapted;  // the ops computed by the adapter
 
   /// Claims the dtypes the adapter declares, with its numerics.
-  KernelSetInfo info() const;
+  const KernelSetInfo& info() const { return info_; }
+  KernelSetInfo info_;  // made once: kernel_sets() is asked for every case
 };
 
 /// The set `option` selects when its value is adapter:COMMAND, else null.
