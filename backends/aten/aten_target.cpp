@@ -4,6 +4,9 @@
 #include "backends/aten/math_decomposition.h"
 #include "backends/aten/portable_kernels.h"
 #include "backends/common/sdpa_entry.h"
+#include "harness/adapter/adapter_option.h"
+#include "harness/adapter/kernel_adapter_option.h"
+#include "harness/io/json_reader.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::aten {
@@ -68,7 +71,14 @@ class AtenTarget : public Target {
       : options_(std::move(options)),
         mutant_(parse_mutant(options_.at("mutant"))),
         pass_(mutant_),
-        portable_(portable_kernels(mutant_)) {}
+        portable_(portable_kernels(mutant_)) {
+    const std::string& which = options_.at("kernels");
+    if (which != "all" && which != "libtorch" && which != "portable" && !names_adapter(which))
+      throw InputError("option 'kernels' of target aten: expected all, libtorch, portable or adapter:COMMAND, got '" +
+                       which + "'");
+    // The adapter's ops in its process, every other op as the portable set computes it.
+    adapter_ = make_adapter_kernels(options_, "aten", "kernels", &portable_);
+  }
 
   std::string name() const override { return "aten"; }
   const Options& options() const override { return options_; }
@@ -115,6 +125,7 @@ def upstream_program(module, inputs):
   }
 
   std::vector<KernelSetInfo> kernel_sets() const override {
+    if (adapter_) return {adapter_->info()};
     const std::string& which = options_.at("kernels");
     std::vector<KernelSetInfo> out;
     if (which == "all" || which == "libtorch")
@@ -150,6 +161,7 @@ def upstream_program(module, inputs):
   Mutant mutant_;
   MathDecompositionPass pass_;
   KernelSet portable_;
+  std::unique_ptr<AdapterKernels> adapter_;  // kernels=adapter:COMMAND: the only set checked
 };
 
 class AtenFactory : public TargetFactory {
@@ -163,8 +175,11 @@ class AtenFactory : public TargetFactory {
     for (const auto& [name, what] : mutant_table()) mutants.push_back(name);
     return {{"guard", {"upstream"}, "upstream", "guard policy: the decomposition takes every call"},
             {"entry", {"sdpa"}, "sdpa", "entry form: aten.scaled_dot_product_attention from export"},
-            {"kernels", {"all", "libtorch", "portable"}, "all", "kernel sets to check"},
-            {"mutant", mutants, "none", "a deliberately wrong pass or kernel (self-tests)"}};
+            {"kernels", {}, "all",
+             "kernel sets to check: all, libtorch, portable, or adapter:COMMAND (set `adapter`, its ops computed by "
+             "COMMAND, docs/adapters.md)"},
+            {"mutant", mutants, "none", "a deliberately wrong pass or kernel (self-tests)"},
+            kernel_adapter_option_specs()[0], adapter_timeout_spec()};
   }
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;

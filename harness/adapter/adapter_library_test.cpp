@@ -2,7 +2,8 @@
 // expressions and shape environments, python/sdpacheck_adapter prints each
 // size, bounds it, and answers "statically known" and "on the hints"
 // exactly as harness/ir/symbolic.h and shape_env.h do, so a guard ported
-// to Python decides as its C++ model.
+// to Python decides as its C++ model. And its data streams: a kernel in
+// Python draws the dropout mask sdpacheck's kernels draw.
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/case/tensor_data.h"
 #include "harness/ir/graph_json.h"
 
 namespace sdpa {
@@ -34,6 +36,26 @@ for c in json.load(sys.stdin):
     out.append([str(lhs), list(env.range(lhs - rhs)), env.statically_known(f), env.on_hint(f)])
 print(json.dumps(out))
 )";
+
+// Runs `script` (with the library's folder as argv[1]) on `input`; its stdout parsed as JSON.
+json run_python(const std::string& script, const json& input) {
+  const std::string dir = testing::TempDir(), tag = std::to_string(getpid());
+  const std::string in = dir + "/library_in_" + tag + ".json", py = dir + "/library_" + tag + ".py";
+  std::ofstream(in) << input.dump();
+  std::ofstream(py) << script;
+  const char* src = std::getenv("SDPACHECK_SOURCE_DIR");
+  const std::string cmd = std::string(kPython) + " " + py + " " + (src ? src : ".") + "/python < " + in;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return nullptr;
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+  const int status = pclose(p);
+  std::remove(in.c_str());
+  std::remove(py.c_str());
+  if (status != 0) ADD_FAILURE() << text;
+  return status == 0 ? json::parse(text) : json(nullptr);
+}
 
 std::string expression(std::mt19937& rng) {
   static const char* atoms[] = {"s0", "s1", "u0", "2", "1", "3*s0", "(s1 - 1)", "s0*s1"};
@@ -60,21 +82,7 @@ TEST(AdapterLibrary, SizesAndFactsDecideAsSdpacheckDoes) {
     cases.push_back({{"lhs", f.lhs.str()}, {"rhs", f.rhs.str()}, {"rel", rel_str(rel)}, {"env", shape_env_to_json(env)}});
     facts.emplace_back(f, env);
   }
-  const std::string dir = testing::TempDir(), in = dir + "/sizes_in_" + std::to_string(getpid()) + ".json";
-  const std::string script = dir + "/sizes_" + std::to_string(getpid()) + ".py";
-  std::ofstream(in) << cases.dump();
-  std::ofstream(script) << kScript;
-  const char* src = std::getenv("SDPACHECK_SOURCE_DIR");
-  const std::string cmd = std::string(kPython) + " " + script + " " + (src ? src : ".") + "/python < " + in;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << text;
-  std::remove(in.c_str());
-  std::remove(script.c_str());
-  const json out = json::parse(text);
+  const json out = run_python(kScript, cases);
   ASSERT_EQ(out.size(), facts.size());
   int known = 0, on_hint = 0;
   for (size_t i = 0; i < facts.size(); ++i) {
@@ -91,6 +99,42 @@ TEST(AdapterLibrary, SizesAndFactsDecideAsSdpacheckDoes) {
   }
   EXPECT_GT(known, 10);  // the draws reach both answers
   EXPECT_GT(on_hint, 10);
+}
+
+// Reads [[seed, name, index, p]...]; prints [bits, uniform01, kept] of each.
+constexpr const char* kStreamScript = R"(
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import sdpacheck_adapter as sa
+out = []
+for seed, name, index, p in json.load(sys.stdin):
+    s = sa.CounterStream(seed, name)
+    out.append([str(s.bits(index)), s.uniform01(index), sa.dropout_keep(s, index, p)])
+print(json.dumps(out))
+)";
+
+TEST(AdapterLibrary, DropoutStreamDrawsAsSdpacheckDoes) {
+  if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  std::mt19937_64 rng(20261211);
+  json draws = json::array();
+  for (int i = 0; i < 400; ++i) {
+    const uint64_t seed = i < 4 ? static_cast<uint64_t>(i) * 0x7fffffffffffffffULL : rng();
+    const char* name = i % 3 == 0 ? "dropout" : i % 3 == 1 ? "q" : "special_k";
+    draws.push_back({seed, name, rng() % 100000, (i % 10) / 10.0});
+  }
+  const json out = run_python(kStreamScript, draws);
+  ASSERT_EQ(out.size(), draws.size());
+  int kept = 0;
+  for (size_t i = 0; i < draws.size(); ++i) {
+    const CounterStream s(draws[i][0].get<uint64_t>(), draws[i][1].get<std::string>());
+    const uint64_t index = draws[i][2].get<uint64_t>();
+    EXPECT_EQ(out[i][0].get<std::string>(), std::to_string(s.bits(index))) << draws[i].dump();
+    EXPECT_EQ(out[i][1].get<double>(), s.uniform01(index)) << draws[i].dump();
+    EXPECT_EQ(out[i][2].get<bool>(), dropout_keep(s, index, draws[i][3].get<double>())) << draws[i].dump();
+    kept += out[i][2].get<bool>();
+  }
+  EXPECT_GT(kept, 100);  // both answers are reached
+  EXPECT_LT(kept, 380);
 }
 
 }  // namespace

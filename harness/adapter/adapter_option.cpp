@@ -31,20 +31,20 @@ bool runnable(const std::string& program) {
 
 }  // namespace
 
+OptionSpec adapter_timeout_spec() {
+  return {"adapter_timeout", {}, "10",
+          "seconds one call of an adapter (a run of the pass, a kernel) may take before it is killed (timeout)"};
+}
+
 std::vector<OptionSpec> adapter_option_specs() {
   return {{"pass", {}, "model",
            "model: the modeled pass; adapter:COMMAND: run COMMAND (split on spaces, no shell) in its place, "
            "spoken to over stdin and stdout (docs/adapters.md)"},
-          {"adapter_timeout", {}, "10", "seconds one run of the adapter may take before it is killed (timeout)"}};
+          adapter_timeout_spec()};
 }
 
-std::optional<AdapterConfig> adapter_config(const Options& options, const std::string& target) {
-  auto it = options.find("pass");
-  if (it == options.end() || it->second == "model") return std::nullopt;
-  const std::string& value = it->second;
-  const std::string where = "option 'pass' of target " + target;
-  if (value.rfind(kPrefix, 0) != 0)
-    throw InputError(where + ": expected model or adapter:COMMAND, got '" + value + "'");
+AdapterConfig adapter_command(const std::string& value, const std::string& where) {
+  if (value.rfind(kPrefix, 0) != 0) throw InputError(where + ": expected adapter:COMMAND, got '" + value + "'");
   AdapterConfig c;
   c.command = value.substr(std::string(kPrefix).size());
   c.argv = split_words(c.command);
@@ -52,14 +52,30 @@ std::optional<AdapterConfig> adapter_config(const Options& options, const std::s
   if (!runnable(c.argv[0]))
     throw InputError(where + ": cannot run '" + c.argv[0] + "': no executable file of that name" +
                      (c.argv[0].find('/') == std::string::npos ? " on PATH" : ""));
-  if (auto t = options.find("adapter_timeout"); t != options.end()) {
-    char* end = nullptr;
-    const double s = std::strtod(t->second.c_str(), &end);
-    if (t->second.empty() || *end != '\0' || !(s > 0) || s > 86400)
-      throw InputError("option 'adapter_timeout' of target " + target + ": expected seconds in (0, 86400], got '" +
-                       t->second + "'");
-    c.timeout_s = s;
-  }
+  return c;
+}
+
+bool names_adapter(const std::string& value) { return value.rfind(kPrefix, 0) == 0; }
+
+double adapter_timeout(const Options& options, const std::string& target, double fallback) {
+  auto t = options.find("adapter_timeout");
+  if (t == options.end()) return fallback;
+  char* end = nullptr;
+  const double s = std::strtod(t->second.c_str(), &end);
+  if (t->second.empty() || *end != '\0' || !(s > 0) || s > 86400)
+    throw InputError("option 'adapter_timeout' of target " + target + ": expected seconds in (0, 86400], got '" +
+                     t->second + "'");
+  return s;
+}
+
+std::optional<AdapterConfig> adapter_config(const Options& options, const std::string& target) {
+  auto it = options.find("pass");
+  if (it == options.end() || it->second == "model") return std::nullopt;
+  const std::string& value = it->second;
+  const std::string where = "option 'pass' of target " + target;
+  if (!names_adapter(value)) throw InputError(where + ": expected model or adapter:COMMAND, got '" + value + "'");
+  AdapterConfig c = adapter_command(value, where);
+  c.timeout_s = adapter_timeout(options, target, c.timeout_s);
   return c;
 }
 

@@ -13,8 +13,20 @@
 
 namespace sdpa {
 
-/// `pass` (model, or adapter:COMMAND) and `adapter_timeout` (seconds a run may take).
+/// `pass` (model, or adapter:COMMAND) and `adapter_timeout` (seconds a call may take).
 std::vector<OptionSpec> adapter_option_specs();
+/// `adapter_timeout` alone, for a target with a kernel adapter and no pass adapter.
+OptionSpec adapter_timeout_spec();
+
+/// Whether an option value names an adapter ("adapter:COMMAND").
+bool names_adapter(const std::string& value);
+/// The command of "adapter:COMMAND", split on spaces; throws InputError
+/// starting with `where` (the option) for another value, an empty command
+/// or a program not found.
+AdapterConfig adapter_command(const std::string& value, const std::string& where);
+/// The `adapter_timeout` option in seconds, `fallback` where it is not
+/// given; throws InputError naming it for a value that is not in (0, 86400].
+double adapter_timeout(const Options& options, const std::string& target, double fallback);
 
 /// The adapter the options select, or none for the model. Throws InputError
 /// naming the option for a value that is neither, an empty command, a

@@ -1,31 +1,9 @@
 #include "harness/adapter/adapter_pass.h"
 
-#include <cctype>
-
 #include "harness/adapter/adapter_protocol.h"
+#include "harness/adapter/adapter_text.h"
 
 namespace sdpa {
-namespace {
-
-// The end of what the adapter wrote to stderr, on one line: a Python
-// traceback ends with the exception.
-std::string stderr_words(const std::string& tail) {
-  constexpr size_t kShown = 400;
-  std::string t = tail;
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-  if (t.empty()) return "";
-  if (t.size() > kShown) t = "..." + t.substr(t.size() - kShown);
-  for (char& ch : t)
-    if (ch == '\n' || ch == '\r') ch = '|';
-  return "; its stderr ends: " + t;
-}
-
-// A message as one line: a name that is not UTF-8 is written with U+FFFD, not thrown on.
-std::string one_line(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-}  // namespace
 
 AdapterPass::AdapterPass(AdapterConfig config, std::string pass, std::string target, Options options)
     : config_(std::move(config)),

@@ -174,7 +174,7 @@ void CaseChecker::accuracy(const Graph& g0, const Graph& g1, bool rewritten) {
       }
       Outcome o = execute(g1, *ks.kernels, r, rewritten);
       if (!o.exec) {
-        o.error.check = opt_.passes ? Check::accuracy : Check::identity;
+        if (o.error.check != Check::robustness) o.error.check = opt_.passes ? Check::accuracy : Check::identity;
         result_.findings.push_back(o.error);
         break;
       }

@@ -1,4 +1,5 @@
 #include "harness/check/case_checker.h"
+#include "harness/check/kernel_fault.h"
 #include "harness/check/pass_fault.h"
 
 namespace sdpa {
@@ -182,9 +183,15 @@ Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool 
   RunContext ctx{runs_[r], c_.data.seed};
   auto t0 = Clock::now();
   Verdict failed = Verdict::pass;
+  Check check = main_check();
   std::string msg;
   try {
     o.exec = interpret(g, k, inputs_[r], ctx, keep);
+  } catch (const KernelFault& e) {
+    // The process computing the kernel failed, not the kernel: as a pass's.
+    msg = e.what();
+    failed = e.verdict;
+    check = Check::robustness;
   } catch (const KernelError& e) {
     msg = e.what();
     failed = e.kind == KernelError::Kind::fatal         ? Verdict::crash
@@ -200,7 +207,7 @@ Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool 
   }
   result_.timing.kernels += seconds_since(t0);
   if (!o.exec) {
-    o.error = finding(failed, main_check(), msg);
+    o.error = finding(failed, check, msg);
     o.error.kernel_set = &k == &target_.exact_kernels() ? "" : k.name();
     o.error.run = static_cast<int>(r);
     o.error.sizes = runs_[r];

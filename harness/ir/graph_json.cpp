@@ -6,9 +6,29 @@
 #include "harness/io/json_reader.h"
 
 namespace sdpa {
-namespace {
 
 using nlohmann::json;
+
+json double_to_json(double d) {
+  if (std::isnan(d)) return {{"float", "nan"}};
+  if (std::isinf(d)) return {{"float", d < 0 ? "-inf" : "inf"}};
+  return d;
+}
+
+json tensor_to_json(const Tensor& t) {
+  json data = json::array();
+  for (double x : t.data)
+    data.push_back(std::isfinite(x) ? json(x) : json(std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf"));
+  json j = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data", data}};
+  if (t.qparams)
+    j["qparams"] = {{"scale", t.qparams->scale},
+                    {"zero_point", t.qparams->zero_point},
+                    {"qmin", t.qparams->qmin},
+                    {"qmax", t.qparams->qmax}};
+  return j;
+}
+
+namespace {
 
 std::string at(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
@@ -24,12 +44,6 @@ json value_info_to_json(const ValueInfo& v) {
                     {"qmin", v.qparams->qmin},
                     {"qmax", v.qparams->qmax}};
   return j;
-}
-
-json double_to_json(double d) {
-  if (std::isnan(d)) return {{"float", "nan"}};
-  if (std::isinf(d)) return {{"float", d < 0 ? "-inf" : "inf"}};
-  return d;
 }
 
 json ref_to_json(const Graph& g, ValueRef v) {
@@ -54,19 +68,6 @@ struct ArgWriter {
   }
   json operator()(DType t) const { return {{"dtype", dtype_name(t)}}; }
 };
-
-json tensor_to_json(const Tensor& t) {
-  json data = json::array();
-  for (double x : t.data)
-    data.push_back(std::isfinite(x) ? json(x) : json(std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf"));
-  json j = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data", data}};
-  if (t.qparams)
-    j["qparams"] = {{"scale", t.qparams->scale},
-                    {"zero_point", t.qparams->zero_point},
-                    {"qmin", t.qparams->qmin},
-                    {"qmax", t.qparams->qmax}};
-  return j;
-}
 
 // ---- reading ----
 

@@ -38,6 +38,12 @@ Graph graph_from_json(const nlohmann::json& j, const std::string& path);
 nlohmann::json shape_env_to_json(const ShapeEnv& env);
 ShapeEnv shape_env_from_json(const nlohmann::json& j, const std::string& path);
 
+/// A tensor as a graph constant is written: {"dtype", "shape": [int...],
+/// "data": [number | "inf" | "-inf" | "nan"...], "qparams"?}; doubles exact.
+nlohmann::json tensor_to_json(const Tensor& t);
+/// A double as an argument is written: a number, or {"float": "inf" | "-inf" | "nan"}.
+nlohmann::json double_to_json(double d);
+
 /// A size as written in the graph form: an integer, or the expression text.
 nlohmann::json sym_to_json(const SymExpr& e);
 SymExpr sym_from_json(const nlohmann::json& v, const std::string& field);

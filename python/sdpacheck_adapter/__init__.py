@@ -15,12 +15,18 @@
 
 The standard library only, plus torch for the torch.fx mode (serve(fx=False)
 hands the pass sdpacheck's graph as plain objects instead).
+
+Kernels written in Python (a function per op name) are served with
+sa.serve_kernels(sa.Kernels(...)): see kernels.py.
 """
 
 from .graph_json import (DType, Graph, GraphFormatError, Node, QParams, Ref, Shape, TensorMeta, dtype_name,
                          graph_from_json, graph_to_json, short_op_name)
 from .guard import Decision, GuardContext, RewriteControl, RuleOutcome
+from .kernels import (Fatal, KernelCall, KernelRefusal, Kernels, KernelServer, KernelUnsupported, Numerics, Output,
+                      Recoverable, Tensor, serve_kernels)
 from .protocol import PROTOCOL_VERSION, PassContext, PassFailure, Server, Unsupported, serve
+from .streams import CounterStream, dropout_keep, dropout_keep_mask
 from .symbolic import Fact, ShapeEnv, SymExpr, shape_str
 
 _FX_NAMES = ("from_fx", "graph_name", "make_node", "to_fx")

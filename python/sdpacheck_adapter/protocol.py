@@ -8,7 +8,8 @@ object a line on stdin, one reply a line on stdout.
            or  {"type": "error", "id", "error": "raised" | "unsupported", "message"}
 
 serve() answers until stdin ends. What the pass prints goes to stderr: stdout
-carries the protocol alone.
+carries the protocol alone. Kernel adapters (hello kind "kernel", `kernel`
+requests) are served by kernels.serve_kernels.
 """
 
 import json
@@ -78,6 +79,8 @@ class Server:
         raise ValueError("a request of type %r, which this adapter does not know" % (kind,))
 
     def hello(self, msg):
+        if msg.get("kind", "pass") != "pass":
+            raise ValueError("this adapter is a pass (serve); sdpacheck asked for a %r adapter" % (msg.get("kind"),))
         self.options = dict(msg.get("options", {}))
         return {"type": "hello", "version": PROTOCOL_VERSION, "name": self.name}
 

@@ -1,7 +1,9 @@
 #include "harness/check/toys/toy_flash/toy_flash_target.h"
 
 #include "harness/adapter/adapter_option.h"
+#include "harness/adapter/kernel_adapter_option.h"
 #include "harness/check/toys/toy_flash/fault_kernels.h"
+#include "harness/io/json_reader.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::toy_flash {
@@ -83,6 +85,11 @@ class ToyFlashTarget : public Target {
         adapter_(make_adapter_pass(options_, "toy-flash", pass_.name())),
         kernels_(make_reference_kernels("portable", Numerics::emulated)) {
     add_fault(kernels_, {kFlash, kSdpa}, options_.at("fault"));
+    const std::string& kernels = options_.at("kernels");
+    if (kernels != "model" && !names_adapter(kernels))
+      throw InputError("option 'kernels' of target toy-flash: expected model or adapter:COMMAND, got '" + kernels +
+                       "'");
+    adapter_kernels_ = make_adapter_kernels(options_, "toy-flash", "kernels", &kernels_);
   }
 
   std::string name() const override { return "toy-flash"; }
@@ -106,6 +113,7 @@ class ToyFlashTarget : public Target {
   Graph entry(const Case& c) const override { return flash_graph(c); }
   std::vector<const Pass*> passes() const override { return {adapter_ ? adapter_.get() : &pass_}; }
   std::vector<KernelSetInfo> kernel_sets() const override {
+    if (adapter_kernels_) return {adapter_kernels_->info()};
     return {{&kernels_, {DType::f32}, "reference kernels in f32",
              [](const Case& c, const Graph&) {
                KernelNumerics n = KernelNumerics::naive(c.dtype);
@@ -120,6 +128,7 @@ class ToyFlashTarget : public Target {
   ReplaceFlashPass pass_;
   std::unique_ptr<Pass> adapter_;  // pass=adapter:COMMAND in place of pass_
   KernelSet kernels_;
+  std::unique_ptr<AdapterKernels> adapter_kernels_;  // kernels=adapter:COMMAND in place of kernels_
 };
 
 class ToyFlashFactory : public TargetFactory {
@@ -133,7 +142,11 @@ class ToyFlashFactory : public TargetFactory {
         {"entry", {"flash"}, "flash", "entry form: aten._scaled_dot_product_flash_attention"},
         {"fault", fault_names(), "none",
          "the kernels, for Lq >= 5: segfault, abort, hang (loop forever), alloc (without bound); none"}};
+    specs.push_back({"kernels", {}, "model",
+                     "model: the reference kernels; adapter:COMMAND: kernel set `adapter`, its ops computed by "
+                     "COMMAND (docs/adapters.md)"});
     for (auto& spec : adapter_option_specs()) specs.push_back(std::move(spec));
+    for (auto& spec : kernel_adapter_option_specs()) specs.push_back(std::move(spec));
     return specs;
   }
   std::vector<MutantSpec> mutants() const override {
