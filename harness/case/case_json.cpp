@@ -166,7 +166,7 @@ Case case_from_json(const json& j, const std::string& path) {
   c.is_causal = o.boolean("is_causal");
   if (o.find("causal_alignment"))
     c.causal_alignment =
-        enum_field<CausalAlignment>(o, "causal_alignment", parse_alignment, "top-left, bottom-right");
+        enum_field<CausalAlignment>(o, "causal_alignment", parse_alignment, "top-left, bottom-right, start-pos");
   c.dropout_p = o.number("dropout_p");
   if (const json* s = o.find("scale"); s && !s->is_null()) c.scale = o.number("scale");
   if (const json* s = o.find("start_pos")) c.start_pos = size_from_json(*s, o.field("start_pos"));
