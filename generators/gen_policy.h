@@ -106,8 +106,8 @@ struct GenPolicy {
   /// KV-cache entry forms (CaseSpace::kv_cache): with p_cache_block_edge the
   /// cache reaches past one of cache_block_edges (key-block edges of
   /// attention kernels: custom_sdpa's 512 keys) and one run puts start_pos
-  /// at the edge or a drawn distance before it, so the query block reads
-  /// keys on both sides; with p_start_pos_context_range start_pos's declared
+  /// at the edge or up to Lq before it, so the queries read keys on both
+  /// sides (or, Lq before, exactly up to it); with p_start_pos_context_range start_pos's declared
   /// range is [0, Lkv - 1] (llama's torch._check(start_pos <
   /// max_context_len)), else [0, Lkv - Lq].
   double p_cache_block_edge = 0.3;

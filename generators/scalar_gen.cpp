@@ -88,12 +88,16 @@ void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_eleme
   if (d.block_edge && !p.cache_block_edges.empty()) {
     const int64_t edge = p.cache_block_edges[d.edge % p.cache_block_edges.size()];
     const int64_t longer = edge + q_max + drawn - 1;
-    if (longer <= longest) cache = longer, at_edge = std::max<int64_t>(0, edge - d.edge_back);
+    // From edge - Lq (the last query reads key edge - 1: one full block)
+    // to edge (every query past it); shrinks toward edge.
+    if (longer <= longest) cache = longer, at_edge = std::max<int64_t>(0, edge - d.edge_back % (q_max + 1));
   }
   // sp + Lq <= cache at every run; statically only where Lq's declared
   // range ends at its largest run (a guard may then prove it).
   const int64_t room = cache - q_max;
-  const int64_t first = at_edge >= 0 ? at_edge : d.positive ? std::min(d.offset, room) : 0;
+  // The first run past position 0 wherever the cache leaves room (a step
+  // that needs it stays one as the edge shrinks away); the second from 0.
+  const int64_t first = at_edge >= 0 ? at_edge : std::min(d.offset, room);
   const int64_t second = std::min(d.other, room);
   SymbolInfo sp;
   if (!d.unbacked) sp.hint = first;

@@ -28,7 +28,7 @@ struct StartPosDraw {
   // KV-cache entry forms (apply_kv_cache):
   bool block_edge = false;     // the cache reaches past a key-block edge
   size_t edge = 0;             // which of GenPolicy::cache_block_edges
-  int64_t edge_back = 0;       // the run at the edge has start_pos = edge - edge_back
+  int64_t edge_back = 0;       // the run at the edge has start_pos = edge - edge_back % (Lq + 1)
   bool context_range = false;  // sp declared in [0, Lkv - 1], not [0, Lkv - Lq]
 };
 
@@ -52,7 +52,8 @@ bool apply_cache_position(const StartPosDraw& d, int64_t max_len, Case& c);
 /// (Lq's largest size plus the drawn Lkv, or with d.block_edge a block edge
 /// plus both), and start_pos the symbol "sp" in [0, Lkv - Lq] (d.context_range:
 /// [0, Lkv - 1]), hinted at the drawn offset (or the edge position), unbacked
-/// with d.unbacked; every runtime entry gives sp a value with sp + Lq <= Lkv.
+/// with d.unbacked; every runtime entry gives sp a value with sp + Lq <= Lkv:
+/// the first (the hint's) past 0 where there is room, the second d.other.
 /// A block edge whose score tensor [batch..., Hq, Lq, Lkv] would pass
 /// `max_elements` is not taken.
 void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_elements, Case& c);

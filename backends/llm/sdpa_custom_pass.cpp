@@ -202,8 +202,10 @@ Decision ReplaceSdpaWithCustomOpPass::contract_guard(const Graph& g, const SdpaM
   rule(SwapRule::mask_rank, rank2, mask ? "mask " + shape_str(mask->shape) : std::string("no mask"));
   rule(SwapRule::mask_dtype, mask && mask->dtype == DType::f32,
        mask ? std::string("mask dtype ") + dtype_name(mask->dtype) : std::string("no mask"));
-  const bool shape = rank2 && guard.known(Fact{mask->shape[0], Rel::eq, lq}) &&
-                     guard.known(Fact{mask->shape[1], Rel::eq, lkv});
+  // Rows and columns, whatever the rank (mask-rank is the rank's rule).
+  const size_t r = mask ? mask->shape.size() : 0;
+  const bool shape = r >= 2 && guard.known(Fact{mask->shape[r - 2], Rel::eq, lq}) &&
+                     guard.known(Fact{mask->shape[r - 1], Rel::eq, lkv});
   rule(SwapRule::mask_shape, shape,
        (mask ? "mask " + shape_str(mask->shape) : std::string("no mask")) + " vs [" + lq.str() + ", " + lkv.str() + "]");
   return guard.finish();

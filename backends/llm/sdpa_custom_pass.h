@@ -25,7 +25,7 @@ enum class SwapRule {
   cache_bounds,  // use_attention_mask=False: start_pos + Lq <= Lkv at every size, or custom_sdpa aborts
   mask_rank,     // use_attention_mask=True: a 2-D mask (the Meta kernel asserts it during export)
   mask_dtype,    // use_attention_mask=True: an f32 mask (custom_sdpa takes no other; bool fails export)
-  mask_shape,    // use_attention_mask=True: exactly [Lq, Lkv] at every size (custom_sdpa does not broadcast)
+  mask_shape,    // use_attention_mask=True: rows Lq, columns Lkv at every size (custom_sdpa does not broadcast)
 };
 const std::vector<std::pair<SwapRule, std::string>>& swap_rules();
 std::optional<SwapRule> parse_swap_rule(const std::string& name);

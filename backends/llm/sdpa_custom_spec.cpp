@@ -47,13 +47,15 @@ std::vector<RuleOutcome> sdpa_custom_spec(const Case& c, bool use_attention_mask
   const SymShape shape = c.mask ? c.mask->shape : SymShape{c.q_len, c.kv_len};
   out.push_back({"mask-rank", shape.size() == 2, "mask " + shape_str(shape)});
   out.push_back({"mask-dtype", dtype == DType::f32, std::string("mask dtype ") + dtype_name(dtype)});
-  if (shape.size() != 2) {
-    out.push_back({"mask-shape", false, "mask " + shape_str(shape) + " is not [Lq, Lkv]"});
+  const size_t r = shape.size();
+  if (r < 2) {
+    out.push_back({"mask-shape", false, "mask " + shape_str(shape) + " has no rows and columns"});
     return out;
   }
-  RuleOutcome rows = size_rule(c, "mask-shape", "mask rows " + shape[0].str() + " == Lq " + c.q_len.str(), shape[0], c.q_len, eq);
-  out.push_back(rows.passed ? size_rule(c, "mask-shape", "mask columns " + shape[1].str() + " == Lkv " + c.kv_len.str(),
-                                        shape[1], c.kv_len, eq)
+  RuleOutcome rows = size_rule(c, "mask-shape", "mask rows " + shape[r - 2].str() + " == Lq " + c.q_len.str(),
+                               shape[r - 2], c.q_len, eq);
+  out.push_back(rows.passed ? size_rule(c, "mask-shape", "mask columns " + shape[r - 1].str() + " == Lkv " + c.kv_len.str(),
+                                        shape[r - 1], c.kv_len, eq)
                             : rows);
   return out;
 }

@@ -15,8 +15,9 @@ namespace sdpa::llm {
 /// in the guard's order, each with its outcome and sizes: query-length;
 /// with use_attention_mask=False causal-slice (the model's mask is its
 /// causal rows: a causal case) and cache-bounds (start_pos + Lq <= Lkv);
-/// with use_attention_mask=True mask-rank, mask-dtype and mask-shape of the
-/// mask the module gets (a causal case's is the bool [Lq, Lkv] slice). A
+/// with use_attention_mask=True mask-rank (2-D), mask-dtype (f32) and
+/// mask-shape (rows Lq, columns Lkv) of the mask the module gets (a causal
+/// case's is the bool [Lq, Lkv] slice). A
 /// size rule holds only where it holds at every size the symbols allow.
 std::vector<RuleOutcome> sdpa_custom_spec(const Case& c, bool use_attention_mask);
 
