@@ -158,7 +158,7 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpac
   if (space.kv_cache) {
     // A KV-cache step at position start_pos: the drawn mask (fitted to the
     // cache), or else causal at that position.
-    apply_kv_cache(d.start_pos, p, std::min(p.max_elements, SizeLimits{}.max_tensor_elements), c);
+    apply_kv_cache(d.start_pos, p, caps.len, std::min(p.max_elements, SizeLimits{}.max_tensor_elements), c);
     apply_attention(d.attention, c, space.causal_only);
     if (!c.mask) c.is_causal = true;
   } else {

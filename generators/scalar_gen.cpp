@@ -72,7 +72,7 @@ void drop_symbols_of(const SymExpr& old, Case& c) {
 
 }  // namespace
 
-void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_elements, Case& c) {
+void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_len, int64_t max_elements, Case& c) {
   // The largest Lq and drawn Lkv of the runs, and the most score rows
   // [batch..., Hq, Lq] of a run: the cache holds Lq past the drawn length,
   // within the score budget.
@@ -83,18 +83,25 @@ void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_eleme
     drawn = std::max(drawn, s.Lkv);
     rows = std::max(rows, s.batch_numel() * s.Hq * std::max<int64_t>(1, s.Lq));
   }
-  const int64_t longest = max_elements / rows;
-  int64_t cache = std::max(q_max, std::min(q_max + drawn, longest)), at_edge = -1;
+  // Within the budget for the scores and for a [Lkv, Lkv] tensor (the
+  // causal mask buffer of a llama attention).
+  int64_t root = 1;
+  while ((root + 1) * (root + 1) <= max_elements) ++root;
+  const int64_t longest = std::min(max_elements / rows, root);
+  // Room for Lq's whole declared range where it is within the length cap
+  // and the budget, so that sp + Lq <= Lkv holds at every size; else for
+  // its runs only.
+  const int64_t q_declared = std::max(q_max, c.shape_env().range(c.q_len).second);
+  const int64_t q_room = q_declared <= max_len && q_declared + drawn <= longest ? q_declared : q_max;
+  int64_t cache = std::max(q_max, std::min(q_room + drawn, longest)), at_edge = -1;
   if (d.block_edge && !p.cache_block_edges.empty()) {
     const int64_t edge = p.cache_block_edges[d.edge % p.cache_block_edges.size()];
-    const int64_t longer = edge + q_max + drawn - 1;
+    const int64_t longer = edge + q_room + drawn - 1;
     // From edge - Lq (the last query reads key edge - 1: one full block)
     // to edge (every query past it); shrinks toward edge.
     if (longer <= longest) cache = longer, at_edge = std::max<int64_t>(0, edge - d.edge_back % (q_max + 1));
   }
-  // sp + Lq <= cache at every run; statically only where Lq's declared
-  // range ends at its largest run (a guard may then prove it).
-  const int64_t room = cache - q_max;
+  const int64_t room = std::max<int64_t>(0, cache - q_room);
   // The first run past position 0 wherever the cache leaves room (a step
   // that needs it stays one as the edge shrinks away); the second from 0.
   const int64_t first = at_edge >= 0 ? at_edge : std::min(d.offset, room);

@@ -49,14 +49,16 @@ bool apply_cache_position(const StartPosDraw& d, int64_t max_len, Case& c);
 
 /// For a KV-cache entry form (CaseSpace::kv_cache), case c with its sizes
 /// and runtime final and before its mask is drawn: Lkv becomes the cache length, a constant
-/// (Lq's largest size plus the drawn Lkv, or with d.block_edge a block edge
-/// plus both), and start_pos the symbol "sp" in [0, Lkv - Lq] (d.context_range:
+/// (Lq's largest size, over its declared range where the score budget
+/// allows, plus the drawn Lkv, or with d.block_edge a block edge plus
+/// both), and start_pos the symbol "sp" in [0, Lkv - Lq] (d.context_range:
 /// [0, Lkv - 1]), hinted at the drawn offset (or the edge position), unbacked
 /// with d.unbacked; every runtime entry gives sp a value with sp + Lq <= Lkv:
 /// the first (the hint's) past 0 where there is room, the second d.other.
-/// A block edge whose score tensor [batch..., Hq, Lq, Lkv] would pass
-/// `max_elements` is not taken.
-void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_elements, Case& c);
+/// The cache stays within `max_elements` for the score tensor [batch..., Hq,
+/// Lq, Lkv] and for a [Lkv, Lkv] tensor; a block edge past that is not
+/// taken, and Lq's declared range counts only up to `max_len`.
+void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_len, int64_t max_elements, Case& c);
 
 /// Seed (never shrunk), distribution, magnitude and, where space.non_finite,
 /// special values with p.p_special; shrinks toward normal, 1.0, no special

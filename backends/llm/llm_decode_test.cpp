@@ -62,6 +62,8 @@ TEST(LlmDecode, TheDefaultPolicyDrawsStepsPastTheKvBlockEdge) {
   auto gen = gen_case(GenPolicy::defaults(), target->case_space());
   const int n = 300;
   int past = 0, decode_past = 0, chunk_past = 0, causal = 0, masked = 0, unbacked = 0, context_range = 0;
+  double scores = 0, cache_elements = 0;  // per case, averaged over its runs; Lkv^2 (the mask buffer)
+  int64_t longest_cache = 0;
   for (int i = 0; i < n; ++i) {
     const Case c = gen(rc::Random(kSeed + static_cast<uint64_t>(i)), i % 101).value();
     EXPECT_NO_THROW(validate_case(c)) << case_summary(c);
@@ -70,7 +72,10 @@ TEST(LlmDecode, TheDefaultPolicyDrawsStepsPastTheKvBlockEdge) {
     for (const auto& at : c.runs()) {
       const ConcreteSizes s = concrete_sizes(c, at);
       EXPECT_LE(s.start_pos + s.Lq, s.Lkv) << case_summary(c);  // inside the cache at every run
+      scores += static_cast<double>(s.batch_numel() * s.Hq * s.Lq * s.Lkv) / c.runs().size();
     }
+    longest_cache = std::max(longest_cache, c.kv_len.constant());
+    cache_elements += static_cast<double>(c.kv_len.constant() * c.kv_len.constant());
     const auto classes = boundary_classes(c);
     const bool edge = std::count(classes.begin(), classes.end(), "start_pos+Lq>512") > 0;
     EXPECT_EQ(edge, past_block_edge(c));
@@ -87,7 +92,8 @@ TEST(LlmDecode, TheDefaultPolicyDrawsStepsPastTheKvBlockEdge) {
   }
   std::cout << n << " cases: " << past << " causal past the 512-key edge (" << decode_past << " decode, "
             << chunk_past << " chunked), " << causal << " causal, " << masked << " with the module's own mask, "
-            << unbacked << " start_pos unbacked, " << context_range << " declared up to Lkv - 1\n";
+            << unbacked << " start_pos unbacked, " << context_range << " declared up to Lkv - 1; mean score elements "
+            << scores / n << ", mean Lkv^2 " << cache_elements / n << ", longest cache " << longest_cache << "\n";
   EXPECT_GE(past, 30);
   EXPECT_GE(decode_past, 5);
   EXPECT_GE(chunk_past, 5);
