@@ -3,7 +3,8 @@
 // [in-process|isolated|jobs=N [TARGET...]]: with the second argument, only
 // the throughput rows, cases run in this process, in one worker process, or
 // in N workers side by side (as sdpacheck fuzz --jobs N does), on every
-// target or the ones named.
+// target or the ones named; `throughput 0 time-to-detect [TARGET...]`: only
+// the time-to-detect rows.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -69,6 +70,12 @@ int main(int argc, char** argv) {
   int64_t cases = argc > 1 ? std::atoll(argv[1]) : 5000;
   cli::Wiring w = cli::make_wiring();
   std::string mode = argc > 2 ? argv[2] : "";
+  if (mode == "time-to-detect") {
+    std::set<std::string> only(argv + std::min(argc, 3), argv + argc);
+    for (const auto* f : w.registry.all())
+      if (only.empty() || only.count(f->name())) time_to_detect(w, *f);
+    return 0;
+  }
   if (mode == "in-process" || mode == "isolated" || mode.rfind("jobs=", 0) == 0) {
     int jobs = mode == "in-process" ? 0 : mode == "isolated" ? 1 : std::atoi(mode.c_str() + 5);
     std::set<std::string> only(argv + std::min(argc, 3), argv + argc);

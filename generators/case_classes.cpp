@@ -33,6 +33,9 @@ void add_length_classes(const Case& c, std::set<std::string>& out) {
         out.insert("tile-edge:" + std::to_string(len));
       }
     if (s.start_pos > 0) out.insert("start_pos>0");
+    // A KV-cache step whose keys cross the 512-key block edge of
+    // custom_sdpa-like kernels, its queries past position 0.
+    if (s.start_pos > 0 && s.start_pos + s.Lq > 512) out.insert("start_pos+Lq>512");
   }
 }
 

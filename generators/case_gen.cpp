@@ -155,9 +155,17 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpac
   c.dropout_p = d.dropout_p;
   c.data = d.data;
   apply_dynamic(d.dynamic, p, caps.len, caps.batch, c);
-  const bool cache = apply_cache_position(d.start_pos, caps.len, c);
-  apply_attention(d.attention, c, space.causal_only);
-  if (!cache) c.start_pos = start_pos_for(d.start_pos, c);
+  if (space.kv_cache) {
+    // A KV-cache step at position start_pos: the drawn mask (fitted to the
+    // cache), or else causal at that position.
+    apply_kv_cache(d.start_pos, p, caps.len, std::min(p.max_elements, SizeLimits{}.max_tensor_elements), c);
+    apply_attention(d.attention, c, space.causal_only);
+    if (!c.mask) c.is_causal = true;
+  } else {
+    const bool cache = apply_cache_position(d.start_pos, caps.len, c);
+    apply_attention(d.attention, c, space.causal_only);
+    if (!cache) c.start_pos = start_pos_for(d.start_pos, c);
+  }
   // What the entry form cannot express is mapped to the nearest call it can.
   if (!space.grouped_heads) c.kv_heads = c.q_heads, c.enable_gqa = false;
   if (!space.distinct_value_dim) c.value_dim = c.head_dim;

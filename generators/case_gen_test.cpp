@@ -43,6 +43,18 @@ CaseSpace kv_cache_space() {
   return s;
 }
 
+// A KV-cache step's space (CaseSpace::kv_cache): llm's sdpa-custom form.
+CaseSpace decode_space() {
+  CaseSpace s;
+  s.dtypes = {DType::f32, DType::bf16};
+  s.start_pos = s.kv_cache = true;
+  s.causal_alignments = {CausalAlignment::start_pos};
+  s.max_batch_rank = 1;
+  s.batch_rank_weights = {0, 1};
+  s.dropout = s.explicit_scale = s.distinct_value_dim = false;
+  return s;
+}
+
 // Fails the test unless c lies inside what `space` lets the entry form take.
 void expect_inside(const Case& c, const CaseSpace& space) {
   std::string json = case_to_json(c).dump();
@@ -82,15 +94,24 @@ void expect_inside(const Case& c, const CaseSpace& space) {
     ConcreteSizes s = concrete_sizes(c, at);
     EXPECT_TRUE(s.start_pos == 0 || s.start_pos + s.Lq <= s.Lkv) << json;  // fits the KV cache
   }
+  if (space.kv_cache) {  // a step at the symbol sp of a constant-length cache, causal unless masked
+    EXPECT_EQ(c.start_pos, SymExpr::symbol("sp")) << json;
+    EXPECT_TRUE(c.kv_len.is_constant()) << json;
+    EXPECT_TRUE(c.is_causal != c.mask.has_value()) << json;
+    EXPECT_TRUE(!c.is_causal || c.causal_alignment == CausalAlignment::start_pos) << json;
+    const SymbolInfo& sp = c.symbols.at("sp");
+    EXPECT_TRUE(sp.min == 0 && sp.max <= c.kv_len.constant() - 1) << json;
+  }
 }
 
 class EveryDrawIsValid : public ::testing::TestWithParam<int> {};
 
 TEST_P(EveryDrawIsValid, AcrossSizes) {
-  CaseSpace edge = kv_cache_space(), causal_edge = causal_space();
+  CaseSpace edge = kv_cache_space(), causal_edge = causal_space(), decode_edge = decode_space();
   edge.non_finite = edge.empty = causal_edge.non_finite = causal_edge.empty = true;
+  decode_edge.non_finite = decode_edge.empty = true;
   const std::vector<CaseSpace> spaces = {CaseSpace{}, restricted_space(), kv_cache_space(), causal_space(),
-                                         edge, causal_edge};
+                                         edge, causal_edge, decode_space(), decode_edge};
   const CaseSpace& space = spaces[GetParam()];
   for (const GenPolicy& p : {GenPolicy::defaults(), GenPolicy::large()}) {
     auto g = gen_case(p, space);
@@ -100,7 +121,7 @@ TEST_P(EveryDrawIsValid, AcrossSizes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Spaces, EveryDrawIsValid, ::testing::Values(0, 1, 2, 3, 4, 5));
+INSTANTIATE_TEST_SUITE_P(Spaces, EveryDrawIsValid, ::testing::Values(0, 1, 2, 3, 4, 5, 6, 7));
 
 TEST(GenCase, RoundTripsThroughJson) {
   auto g = gen_case(GenPolicy::defaults(), kv_cache_space());

@@ -103,6 +103,16 @@ struct GenPolicy {
   /// With start_pos > 0: the KV cache shape of decoding, Lkv = start_pos + Lq,
   /// start_pos a symbol (unbacked with p_unbacked), as export sees input_pos.
   double p_cache_kv_len = 0.3;
+  /// KV-cache entry forms (CaseSpace::kv_cache): with p_cache_block_edge the
+  /// cache reaches past one of cache_block_edges (key-block edges of
+  /// attention kernels: custom_sdpa's 512 keys) and one run puts start_pos
+  /// at the edge or up to Lq before it, so the queries read keys on both
+  /// sides (or, Lq before, exactly up to it); with p_start_pos_context_range start_pos's declared
+  /// range is [0, Lkv - 1] (llama's torch._check(start_pos <
+  /// max_context_len)), else [0, Lkv - Lq].
+  double p_cache_block_edge = 0.3;
+  std::vector<int64_t> cache_block_edges = {512, 1024};
+  double p_start_pos_context_range = 0.2;
 
   // Dynamic dims.
   Weighted<SymbolMode> symbol_mode_weights = {

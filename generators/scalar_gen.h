@@ -25,6 +25,11 @@ struct StartPosDraw {
   bool cache = false;     // Lkv = start_pos + Lq, start_pos a symbol
   bool unbacked = false;  // that symbol has no hint
   int64_t other = 0;      // a runtime value of it besides the hint
+  // KV-cache entry forms (apply_kv_cache):
+  bool block_edge = false;     // the cache reaches past a key-block edge
+  size_t edge = 0;             // which of GenPolicy::cache_block_edges
+  int64_t edge_back = 0;       // the run at the edge has start_pos = edge - edge_back % (Lq + 1)
+  bool context_range = false;  // sp declared in [0, Lkv - 1], not [0, Lkv - Lq]
 };
 
 /// Never positive unless space.start_pos; `offset` in [1, max_len], max_len
@@ -41,6 +46,19 @@ SymExpr start_pos_for(const StartPosDraw& d, const Case& c);
 /// entry gives sp a value. Call before the mask is fitted to the lengths.
 /// Returns false (and changes nothing) when the draw is not a cache draw.
 bool apply_cache_position(const StartPosDraw& d, int64_t max_len, Case& c);
+
+/// For a KV-cache entry form (CaseSpace::kv_cache), case c with its sizes
+/// and runtime final and before its mask is drawn: Lkv becomes the cache length, a constant
+/// (Lq's largest size, over its declared range where the score budget
+/// allows, plus the drawn Lkv, or with d.block_edge a block edge plus
+/// both), and start_pos the symbol "sp" in [0, Lkv - Lq] (d.context_range:
+/// [0, Lkv - 1]), hinted at the drawn offset (or the edge position), unbacked
+/// with d.unbacked; every runtime entry gives sp a value with sp + Lq <= Lkv:
+/// the first (the hint's) past 0 where there is room, the second d.other.
+/// The cache stays within `max_elements` for the score tensor [batch..., Hq,
+/// Lq, Lkv] and for a [Lkv, Lkv] tensor; a block edge past that is not
+/// taken, and Lq's declared range counts only up to `max_len`.
+void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_len, int64_t max_elements, Case& c);
 
 /// Seed (never shrunk), distribution, magnitude and, where space.non_finite,
 /// special values with p.p_special; shrinks toward normal, 1.0, no special

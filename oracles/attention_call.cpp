@@ -21,6 +21,7 @@ std::pair<int64_t, int64_t> heads_and_len(const Tensor& t, Layout layout) {
 
 AttentionCall::AttentionCall(const Case& c, const CaseTensors& t) : c_(c), t_(t), s_{} {
   const Tensor &q = t.q, &k = t.k, &v = t.v;
+  s_.start_pos = t.start_pos;
   if (q.dim() < 3 || k.dim() != q.dim() || v.dim() != q.dim())
     reject("q, k and v must have one rank >= 3");
   s_.batch.assign(q.shape.begin(), q.shape.end() - 3);
@@ -98,10 +99,10 @@ MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
   s *= static_cast<long double>(c_.effective_scale());  // once, after the dot product
   // aten turns bool and causal masks into an additive 0 / -inf and adds it
   // (convert_boolean_attn_mask): a NaN or +inf score stays NaN where dropped.
-  if (c_.is_causal)  // top-left keeps j <= i, bottom-right j <= i + Lkv - Lq
+  if (c_.is_causal)  // top-left keeps j <= i, bottom-right j <= i + Lkv - Lq, start-pos j <= i + start_pos
     for (int64_t i = 0; i < s_.Lq; ++i)
       for (int64_t j = 0; j < s_.Lkv; ++j)
-        if (!c_.causal_keeps(i, j, s_.Lq, s_.Lkv)) s(i, j) += kNegInf;
+        if (!c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) s(i, j) += kNegInf;
   if (!t_.mask) return s;
   const Tensor& mask = *t_.mask;
   const int64_t base = mask_base(b, h), si = mask_strides_.end()[-2], sj = mask_strides_.back();

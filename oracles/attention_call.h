@@ -14,7 +14,7 @@ using MatrixL = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic, Eigen
 
 class AttentionCall {
  public:
-  /// Sizes come from the tensors' shapes (start_pos is left 0). Throws
+  /// Sizes come from the tensors' shapes, start_pos from t.start_pos. Throws
   /// std::invalid_argument when q, k, v and the mask do not form a call
   /// aten accepts.
   AttentionCall(const Case& c, const CaseTensors& t);

@@ -58,6 +58,25 @@ TEST_P(OracleSemantics, CausalIsTopLeft) {
   EXPECT_EQ(g.fully_masked, (std::vector<uint8_t>{0, 0}));
 }
 
+TEST_P(OracleSemantics, StartPosCausalKeepsKeysUpToStartPosPlusRow) {
+  // A KV-cache step at start_pos 1: row 0 keeps keys 0..1, row 1 keys
+  // 0..2, key 3 is past both (rows 1..2 of a 4-key causal mask).
+  Case c = make_case(1, 1, 2, 4, 1, 1);
+  c.is_causal = true;
+  c.causal_alignment = CausalAlignment::start_pos;
+  c.scale = 1.0;
+  CaseTensors t = make_case_tensors(c, {});
+  t.start_pos = 1;
+  t.q.data = {1, 1};
+  t.k.data = {0, kLog3, kLog3, 9};
+  t.v.data = {4, 8, 16, 1000};
+  Golden g = run(c, t);
+  EXPECT_NEAR(out_at(g, {0, 0, 0}), 0.25 * 4 + 0.75 * 8, 1e-14);
+  EXPECT_NEAR(out_at(g, {0, 1, 0}), (4 + 3 * 8 + 3 * 16) / 7.0, 1e-14);
+  t.start_pos = 0;  // top-left
+  EXPECT_EQ(out_at(run(c, t), {0, 0, 0}), 4.0);
+}
+
 TEST_P(OracleSemantics, GqaRepeatsKvHeadsInInterleaveOrder) {
   Case c = make_case(4, 2, 1, 2, 1, 1);
   c.enable_gqa = true;

@@ -73,8 +73,10 @@ Golden torch_golden(const Case& c, const CaseTensors& t, const Assignment& run) 
   const at::Tensor k = kv_for_query_heads(heads_first(t.k, c.layout), c, s);
   const at::Tensor v = kv_for_query_heads(heads_first(t.v, c.layout), c, s);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).mul_(c.effective_scale());
-  if (c.is_causal) {  // tril's diagonal: 0 top-left, Lkv - Lq bottom-right
-    const int64_t diagonal = c.causal_alignment == CausalAlignment::top_left ? 0 : s.Lkv - s.Lq;
+  if (c.is_causal) {  // tril's diagonal: 0 top-left, Lkv - Lq bottom-right, start_pos start-pos
+    const int64_t diagonal = c.causal_alignment == CausalAlignment::top_left     ? 0
+                             : c.causal_alignment == CausalAlignment::bottom_right ? s.Lkv - s.Lq
+                                                                                   : t.start_pos;
     scores.add_(additive(at::ones({s.Lq, s.Lkv}, at::kBool).tril(diagonal)));
   }
   if (t.mask) {

@@ -179,16 +179,18 @@ def math_composition(q, k, v, mask, keep, is_causal):
     return w @ v
 
 
-def call_original(q, k, v, mask):
+def call_original(q, k, v, mask, start_pos):
     # Returns (what ran, output [batch..., Hq, Lq, Ev]).
     if LAYOUT == "bshd":  # the entry form transposes q, k, v to [batch..., H, L, D] first
         q, k, v = (t.transpose(-3, -2) for t in (q, k, v))
     is_causal = IS_CAUSAL
-    if IS_CAUSAL and CAUSAL_ALIGNMENT == "bottom-right":
-        # PyTorch's is_causal is top-left: the call's bottom-right rule goes in as a bool
-        # mask (a causal call has none of its own), query i keeping key j iff j <= i + Lkv - Lq.
+    if IS_CAUSAL and CAUSAL_ALIGNMENT != "top-left":
+        # PyTorch's is_causal is top-left: the call's rule goes in as a bool mask (a causal
+        # call has none of its own), query i keeping key j iff j <= i + Lkv - Lq
+        # (bottom-right) or j <= i + start_pos (start-pos: rows start_pos.. of a KV cache's mask).
         lq, lkv = q.shape[-2], k.shape[-2]
-        mask, is_causal = torch.ones(lq, lkv, dtype=torch.bool).tril(lkv - lq), False
+        diagonal = lkv - lq if CAUSAL_ALIGNMENT == "bottom-right" else start_pos
+        mask, is_causal = torch.ones(lq, lkv, dtype=torch.bool).tril(diagonal), False
     if DROPOUT_P > 0:
         keep = dropout_keep(list(q.shape[:-1]) + [k.shape[-2]])
         return ("explicit math composition in float64 with sdpacheck's dropout keep mask "
@@ -278,7 +280,7 @@ def main():
                     values = " ".join(float(x).hex() for x in t.double().flatten().tolist())
                     print(f"dump {n} {name} {t.dtype} {'x'.join(map(str, t.shape))} {values}")
             continue
-        how, out = call_original(q, k, v, mask)
+        how, out = call_original(q, k, v, mask, run["start_pos"])
         print(f"run {n} at sizes {run['sizes']}: {how}")
         found += compare(n, run, out, v)
         ran.append({"inputs": (q, k, v) if mask is None else (q, k, v, mask), "how": how, "out": out, "v": v})
@@ -301,10 +303,16 @@ std::string py_dtype(DType t) {
   }
 }
 
-// A bottom-right causal call is not what F.scaled_dot_product_attention's
-// is_causal means: the script says so and passes the rule as a mask.
+// A bottom-right or start-pos causal call is not what
+// F.scaled_dot_product_attention's is_causal means: the script says so and
+// passes the rule as a mask.
 std::string bottom_right_note(const Case& c) {
-  if (!c.is_causal || c.causal_alignment != CausalAlignment::bottom_right) return "";
+  if (!c.is_causal || c.causal_alignment == CausalAlignment::top_left) return "";
+  if (c.causal_alignment == CausalAlignment::start_pos)
+    return "# Causal alignment: start-pos, a KV-cache step at position start_pos (query i keeps\n"
+           "# key j iff j <= i + start_pos: rows start_pos.. of the model's causal mask, as\n"
+           "# llama.custom_sdpa's offset). F.scaled_dot_product_attention's is_causal is\n"
+           "# top-left, so the script passes that rule as a bool mask instead.\n";
   return "# Causal alignment: bottom-right, as FlashAttention-2 and a direct call of\n"
          "# aten._scaled_dot_product_flash_attention align it (query i keeps key j iff\n"
          "# j <= i + Lkv - Lq; with Lq == 1 every key). F.scaled_dot_product_attention's is_causal\n"
@@ -394,7 +402,7 @@ void write_runs(std::ostream& o, const Case& c, const std::vector<Golden>& golde
       o << "    # sdpacheck's two oracles disagree here: " << one_line(g.disagreement) << "\n";
     o << "    {\n        \"sizes\": " << nlohmann::json(runs[n]).dump() << ",\n"
       << "        \"batch\": " << py_ints(s.batch) << ", \"q_len\": " << s.Lq
-      << ", \"kv_len\": " << s.Lkv << ",\n"
+      << ", \"kv_len\": " << s.Lkv << ", \"start_pos\": " << s.start_pos << ",\n"
       << "        \"mask_shape\": " << (c.mask ? py_ints(s.mask_shape) : "None") << ",\n"
       << "        \"fully_masked_rows\": " << fully_masked_rows(g, s) << ",\n"
       << "        \"golden\": [";

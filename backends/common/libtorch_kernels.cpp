@@ -151,6 +151,22 @@ KernelSet build() {
     return at::repeat_interleave(T(a, 0), a.integer(1), a.integer(2));
   }));
   k.add("aten.repeat.default", wrap([](const KernelArgs& a) { return T(a, 0).repeat(a.ints(1)); }));
+  k.add("aten.slice.Tensor", wrap([](const KernelArgs& a) {
+    at::Tensor x = T(a, 0);
+    const int64_t dim = a.integer(1, 0);
+    return at::slice(x, dim, a.has(2) ? c10::optional<int64_t>(a.integer(2)) : c10::nullopt,
+                     a.has(3) ? c10::optional<int64_t>(a.integer(3)) : c10::nullopt, a.integer(4, 1)).contiguous();
+  }));
+  k.add("aten.select.int", wrap([](const KernelArgs& a) { return T(a, 0).select(a.integer(1), a.integer(2)).contiguous(); }));
+  // Tensor.item() as the 0-d tensor the graph carries; "binds" as in the reference kernel.
+  k.add("aten._local_scalar_dense.default", wrap([](const KernelArgs& a) {
+    at::Tensor x = T(a, 0);
+    if (x.numel() != 1) throw KernelError(KernelError::Kind::unsupported, "a Tensor with several elements is not a Scalar");
+    if (const Value* b = a.kwarg("binds"); b && std::holds_alternative<int64_t>(*b) &&
+                                           x.item<double>() != static_cast<double>(std::get<int64_t>(*b)))
+      throw GraphError("%" + a.node.name + ": the element differs from the symbol it binds at this run");
+    return x.reshape({});
+  }));
   k.add("aten.mul.Scalar", wrap([](const KernelArgs& a) { return at::mul(T(a, 0), a.real(1)); }));
   k.add("aten.div.Scalar", wrap([](const KernelArgs& a) { return at::div(T(a, 0), a.real(1)); }));
   k.add("aten.add.Scalar", wrap([](const KernelArgs& a) { return at::add(T(a, 0), a.real(1)); }));

@@ -1,6 +1,8 @@
 // Models llama::custom_sdpa (ExecuTorch op_sdpa.cpp, custom_sdpa_out_impl and
 // cpu_flash_attention): validation order and texts, key truncation to
-// start_pos + Lq without a mask, causal j <= start_pos + i, a 2-D fp32
+// start_pos + Lq without a mask, the kv loop to min(m + start_pos +
+// qBlockSize, kvSize) and the per-block causal fill (j <= start_pos + i,
+// across kv blocks), a 2-D fp32
 // additive mask shared by batch and heads, GQA head h / (Hq / Hkv), the
 // scale applied after q.k with the causal -inf written first, dropout
 // ignored, a blockwise online softmax (512 keys; 32/64/256 query rows) that
@@ -66,8 +68,7 @@ class FlashAttention {
  public:
   FlashAttention(const KernelArgs& a, Numerics n, KernelFault fault)
       : q_(a.tensor(0)), k_(a.tensor(1)), v_(a.tensor(2)), mask_(a.optional_tensor(4)),
-        arith_{n == Numerics::exact, fault.pv_accumulation}, nan_to_zero_(fault.nan_to_zero),
-        out_dtype_(a.out_dtype()) {
+        arith_{n == Numerics::exact, fault.pv_accumulation}, fault_(fault), out_dtype_(a.out_dtype()) {
     start_pos_ = a.integer(3);
     is_causal_ = a.flag(6, false);
     s_ = {q_.size(0), q_.size(1), q_.size(2), q_.size(3), v_.size(1), k_.size(2), v_.size(3)};
@@ -109,7 +110,7 @@ class FlashAttention {
       for (int64_t h = 0; h < s_.Hq; ++h)
         for (int64_t m = 0; m < s_.Lq; m += q_split)
           block(out, b, h, m, std::min(q_split, s_.Lq - m), kv_size);
-    if (nan_to_zero_)
+    if (fault_.nan_to_zero)
       for (double& o : out.data)
         if (std::isnan(o)) o = 0.0;
     return out;
@@ -126,24 +127,43 @@ class FlashAttention {
     return v_.data[((b * s_.Lkv + j) * s_.Hkv + h) * s_.Dv + e];
   }
 
+  // The first column of kv block [n, n + kv_split) the causal fill writes
+  // -inf from in row r of the query block at m (op_sdpa_impl.h): none (the
+  // block's width) where the block holds no key past the row's last
+  // position m + start_pos + r, 0 where the whole block is in its future.
+  // Upstream fills only when m + start_pos <= n + kvSplitSize, and only the
+  // rows with m + start_pos + row < n + kvSplitSize - 1: the others keep
+  // every key of the block.
+  int64_t causal_fill_from(int64_t m, int64_t r, int64_t n, int64_t kv_split, int64_t cols) const {
+    if (!is_causal_) return cols;
+    // The self-test fault aligns the fill top-left: its position drops start_pos.
+    const int64_t m_start_pos = m + (fault_.causal_offset_ignores_start_pos ? 0 : start_pos_);
+    if (m_start_pos > n + kv_split || m_start_pos + r >= n + kv_split - 1) return cols;
+    const int64_t last_col = n > m_start_pos + r ? 0 : r + m_start_pos + 1 - n;
+    return std::min(last_col, cols);
+  }
+
   // One query block [m, m + rows) of head h: the online softmax over kv blocks.
   void block(Tensor& out, int64_t b, int64_t h, int64_t m, int64_t rows, int64_t kv_size) {
     constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
     const int64_t hk = h / (s_.Hq / s_.Hkv);
     const int64_t kv_split = std::min(kKvSplitSize, kv_size);
-    const int64_t num_keys = is_causal_ ? std::min(m + start_pos_ + rows, kv_size) : kv_size;
+    // num_keys = min(m + start_pos + qBlockSize, kvSize): the kv loop's end.
+    const int64_t reach = m + (fault_.num_keys_without_start_pos ? 0 : start_pos_) + rows;
+    const int64_t num_keys = is_causal_ ? std::min(reach, kv_size) : kv_size;
     std::vector<long double> row_max(rows, kNegInf), row_sum(rows, 0), dst(rows * s_.Dv, 0);
     std::vector<long double> x(kv_split);
     for (int64_t n = 0; n < num_keys; n += kv_split) {
       const int64_t cols = std::min(kv_split, kv_size - n);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = m + r;
+        const int64_t fill_from = causal_fill_from(m, r, n, kv_split, cols);
         for (int64_t c = 0; c < cols; ++c) {
           long double qk = 0;
           for (int64_t e = 0; e < s_.D; ++e)
             qk = arith_.round_acc(qk + arith_.round_acc(static_cast<long double>(q(b, i, h, e)) * k(b, n + c, hk, e)));
           // The causal -inf is written into q.k before the scale multiplies it.
-          if (is_causal_ && n + c > start_pos_ + i) qk = kNegInf;
+          if (c >= fill_from) qk = kNegInf;
           long double xv = arith_.round_acc(qk * static_cast<long double>(scale_));
           if (mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_->size(1) + n + c]);
           x[c] = xv;
@@ -222,7 +242,7 @@ class FlashAttention {
   const Tensor &q_, &k_, &v_;
   const Tensor* mask_;
   Arith arith_;
-  bool nan_to_zero_ = false;
+  KernelFault fault_;
   DType out_dtype_;
   int64_t start_pos_ = 0;
   bool is_causal_ = false;

@@ -18,6 +18,13 @@ inline constexpr const char* kCustomSdpaOp = "llama.custom_sdpa.default";
 struct KernelFault {
   DType pv_accumulation = DType::f32;  // other than f32: P @ V summed in that type
   bool nan_to_zero = false;            // every NaN of the output written as 0
+  /// The causal fill drops start_pos: row i keeps j <= i (top-left) among
+  /// the start_pos + Lq keys read, as a kernel with the wrong offset would.
+  bool causal_offset_ignores_start_pos = false;
+  /// num_keys = min(m + qBlockSize, kvSize): the kv loop stops before the
+  /// blocks past the query block, the decode bug upstream's comment on
+  /// num_keys describes (a decode at start_pos >= 512 reads one block).
+  bool num_keys_without_start_pos = false;
 };
 
 KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault = {});

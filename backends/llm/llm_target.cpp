@@ -1,90 +1,27 @@
 #include "backends/llm/llm_target.h"
 
-#include <cmath>
+#include <algorithm>
 
 #include "backends/common/libtorch_kernels.h"
 #include "backends/common/sdpa_entry.h"
 #include "backends/llm/contract_spec.h"
 #include "backends/llm/custom_sdpa_kernel.h"
+#include "backends/llm/llm_divergences.h"
+#include "backends/llm/llm_kernels.h"
 #include "backends/llm/llm_upstream_repro.h"
 #include "backends/llm/replace_sdpa_pass.h"
+#include "backends/llm/sdpa_custom_pass.h"
+#include "backends/llm/sdpa_custom_target.h"
 #include "harness/adapter/adapter_option.h"
+#include "harness/io/json_reader.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::llm {
 namespace {
 
-constexpr const char* kFullyMaskedNan = "custom-sdpa-fully-masked-nan";
-constexpr const char* kCausalOverwrite = "custom-sdpa-causal-drops-non-finite";
-
-// Query row `row` of [B, Hq, Lq] under a causal call: its scores q.k * scale
-// at the kept keys (j <= i, the pass's start_pos 0) hold no NaN or +inf,
-// and a dropped key's score does, or its V holds inf or NaN. aten adds the
-// causal -inf (NaN + -inf and inf + -inf are NaN) and multiplies the zero
-// weight into V (0 * inf is NaN): the row is NaN. custom_sdpa writes -inf
-// over q.k before the scale (§1.8) and reads no key past start_pos + Lq
-// (§1.5), so the row can keep a finite value.
-bool causal_drop_explains(const Case& c, const CaseTensors& t, int64_t row) {
-  if (t.q.shape.size() != 4 || t.k.shape.size() != 4 || t.v.shape.size() != 4) return false;
-  const int64_t Hq = t.q.shape[1], Lq = t.q.shape[2], E = t.q.shape[3];
-  const int64_t Hkv = t.k.shape[1], Lkv = t.k.shape[2], Ev = t.v.shape[3];
-  const int64_t b = row / (Hq * Lq), h = (row / Lq) % Hq, i = row % Lq;
-  const int64_t hk = Hkv == Hq ? h : (Hkv == 1 ? 0 : h / (Hq / Hkv));
-  bool kept_ok = true, dropped_bad = false;
-  for (int64_t j = 0; j < Lkv; ++j) {
-    long double x = 0;
-    for (int64_t e = 0; e < E; ++e)
-      x += static_cast<long double>(t.q.data[((b * Hq + h) * Lq + i) * E + e]) *
-           t.k.data[((b * Hkv + hk) * Lkv + j) * E + e];
-    x *= static_cast<long double>(c.effective_scale());
-    bool bad = std::isnan(x) || x == INFINITY;
-    if (j <= i) {
-      kept_ok = kept_ok && !bad;
-      continue;
-    }
-    for (int64_t e = 0; e < Ev; ++e) bad = bad || !std::isfinite(t.v.data[((b * Hkv + hk) * Lkv + j) * Ev + e]);
-    dropped_bad = dropped_bad || bad;
-  }
-  return kept_ok && dropped_bad;
-}
-
-// ATen ops from LibTorch, llama.custom_sdpa from the model, and a kept aten
-// SDPA as ExecuTorch lowers it: its math decomposition on portable kernels
-// (f32 op-math, current PyTorch semantics).
-KernelSet custom_ops_kernels(KernelFault fault) {
-  KernelSet k("custom_ops");
-  const KernelSet& aten = libtorch_kernels();
-  for (const auto& op : aten.ops()) k.add(op, *aten.find(op));
-  KernelSet portable = make_reference_kernels("portable", Numerics::emulated);
-  k.add(kSdpaOp, *portable.find(kSdpaOp));
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, fault));
-  return k;
-}
-
-// custom_sdpa (§1.10-1.11): q.k summed in f32, the scale (rounded to f32, charged as
-// the operand rounding) applied once,
-// scores f32, P rounded to the activation dtype before P @ V, which sums in
-// f32. A kept aten SDPA runs its math decomposition: f32 throughout.
-KernelNumerics custom_ops_numerics(const Case& c, const Graph& g) {
-  if (g.count(kCustomSdpaOp) == 0) return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
-  if (!is_floating(c.dtype)) return {};
-  return KernelNumerics::floating({c.dtype, DType::f32, DType::f32, DType::f32, c.dtype, false});
-}
-
-// The self-test kernel mutants: option value -> the fault.
-const std::map<std::string, KernelFault>& kernel_mutants() {
-  static const std::map<std::string, KernelFault> m = {{"none", {}},
-                                                       {"pv-bf16-accumulation", {DType::bf16, false}},
-                                                       {"nan-to-zero", {DType::f32, true}}};
-  return m;
-}
-
-KernelSet exact_custom_ops() {
-  KernelSet k = make_reference_kernels("exact", Numerics::exact);
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::exact));
-  return k;
-}
+// custom_sdpa on the activation dtype: P rounded to it before P @ V.
+KernelNumerics custom_ops_numerics(const Case& c, const Graph& g) { return custom_sdpa_numerics(c, g, c.dtype); }
 
 std::optional<ContractRule> parse_rule(const std::string& name) {
   for (const auto& [rule, rule_name] : contract_rules())
@@ -144,30 +81,16 @@ class LlmTarget : public Target {
   const KernelSet& baseline_kernels() const override { return naive_kernels(); }
   const KernelSet& exact_kernels() const override { return exact_; }
 
-  std::vector<DeclaredDivergence> divergences() const override {
-    return {{kFullyMaskedNan,
-             "custom_sdpa gives NaN for a query row whose every key is masked (no zero-sum "
-             "guard: 0 * 1/0); aten gives 0. Masks are runtime data, so no guard can rule it out."},
-            {kCausalOverwrite,
-             "custom_sdpa writes the causal -inf over q.k and reads no key past start_pos + Lq, so a "
-             "NaN or +inf score, or an inf or NaN in V, at a causally dropped key does not reach the "
-             "row; aten adds -inf and multiplies the zero weight into V: NaN. Tensor data is runtime "
-             "data, so no guard can rule it out."}};
-  }
+  std::vector<DeclaredDivergence> divergences() const override { return custom_sdpa_divergences(); }
 
   UpstreamRepro upstream_repro() const override { return llm_upstream_repro(options_); }
 
+  // The pass emits start_pos 0: custom_sdpa runs causal top-left.
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
                                           const std::vector<int64_t>& rows,
                                           const std::string& kernel_set) const override {
-    bool all_masked = true;
     const bool causal = c.is_causal || options_.at("assume_causal_mask") == "true";
-    for (int64_t r : rows) {
-      const bool masked = g.fully_masked.at(static_cast<size_t>(r));
-      if (!masked && !(causal && causal_drop_explains(c, t, r))) return std::nullopt;
-      all_masked = all_masked && masked;
-    }
-    return std::string(all_masked ? kFullyMaskedNan : kCausalOverwrite);
+    return explain_custom_sdpa_nan(c, t, g, rows, causal, 0);
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
@@ -203,21 +126,33 @@ class LlmFactory : public TargetFactory {
  public:
   std::string name() const override { return "llm"; }
   std::string description() const override {
-    return "ExecuTorch ReplaceSDPAWithCustomSDPAPass: aten SDPA to llama.custom_sdpa";
+    return "ExecuTorch ReplaceSDPAWithCustomSDPAPass: aten SDPA to llama.custom_sdpa; with "
+           "entry=sdpa-custom, replace_sdpa_with_custom_op: llama's SDPA module in a KV-cache step "
+           "swapped for SDPACustom";
   }
   std::vector<OptionSpec> option_specs() const override {
     std::vector<std::string> weaken{"none"};
     for (const auto& [rule, name] : contract_rules()) weaken.push_back(name);
+    for (const auto& [rule, name] : swap_rules())
+      if (std::find(weaken.begin(), weaken.end(), name) == weaken.end()) weaken.push_back(name);
+    std::vector<std::string> faults;
+    for (const auto& [name, fault] : kernel_mutants()) faults.push_back(name);
     std::vector<OptionSpec> specs = {{"guard", {"upstream", "contract"}, "contract",
-             "upstream: the ExecuTorch pass as it is; contract: rewrite exactly when custom_sdpa "
-             "computes what aten computes"},
-            {"entry", {"sdpa"}, "sdpa", "entry form: aten SDPA [B, H, L, D] from export"},
+             "upstream: the ExecuTorch pass (or swap) as it is; contract: rewrite exactly when "
+             "custom_sdpa computes what aten computes"},
+            {"entry", {"sdpa", "sdpa-custom"}, "sdpa",
+             "entry form: aten SDPA [B, H, L, D] from export (ReplaceSDPAWithCustomSDPAPass), or "
+             "llama's SDPA module in a KV-cache step at input_pos[0] (replace_sdpa_with_custom_op)"},
             {"assume_causal_mask", {"false", "true"}, "false",
-             "drop the mask and set is_causal (the pass's constructor argument)"},
-            {"weaken", weaken, "none", "switch off one contract rule (self-tests)"},
-            {"kernel_mutant", {"none", "pv-bf16-accumulation", "nan-to-zero"}, "none",
-             "a deliberately wrong custom_sdpa: P @ V summed in bf16 instead of f32, or every NaN "
-             "of its output written as 0 (self-tests)"},
+             "drop the mask and set is_causal (the export pass's constructor argument; entry=sdpa)"},
+            {"use_attention_mask", {"false", "true"}, "false",
+             "SDPACustom's constructor argument (entry=sdpa-custom): false calls custom_sdpa causal at "
+             "input_pos[0] without the mask, true passes the module's mask as is with start_pos 0"},
+            {"weaken", weaken, "none", "switch off one contract rule of the entry form's pass (self-tests)"},
+            {"kernel_mutant", faults, "none",
+             "a deliberately wrong custom_sdpa (self-tests): P @ V summed in bf16 instead of f32, every "
+             "NaN of its output written as 0, the causal fill without start_pos, or the kv loop "
+             "ending at m + qBlockSize"},
             {"miseval", {"none", "causal-lengths", "unmasked-lengths"}, "none",
              "evaluate one contract rule wrongly: causal-lengths as Lq <= Lkv + 1, unmasked-lengths "
              "as Lq <= Lkv (self-tests)"}};
@@ -241,9 +176,30 @@ class LlmFactory : public TargetFactory {
                    "the contract guard testing causal-lengths as Lq <= Lkv + 1"});
     out.push_back({"miseval-unmasked-lengths", {{"guard", "contract"}, {"miseval", "unmasked-lengths"}},
                    "the contract guard testing unmasked-lengths as Lq <= Lkv"});
+    for (auto& m : sdpa_custom_mutants()) out.push_back(std::move(m));
     return out;
   }
+  // Each entry form has its own pass: an option of the other one is an error.
   std::unique_ptr<Target> make(const Options& options) const override {
+    const bool swap = options.at("entry") == "sdpa-custom";
+    auto misplaced = [&](const std::string& option, const std::string& value, const std::string& entry) {
+      if (options.at(option) != value)
+        throw InputError("option '" + option + "' of target llm applies to entry=" + entry + " only");
+    };
+    if (swap) {
+      misplaced("assume_causal_mask", "false", "sdpa");
+      misplaced("miseval", "none", "sdpa");
+      misplaced("pass", "model", "sdpa");
+      const std::string& w = options.at("weaken");
+      if (w != "none" && !parse_swap_rule(w))
+        throw InputError("option 'weaken' of target llm with entry=sdpa-custom: expected none or a swap rule, got '" +
+                         w + "'");
+      return make_sdpa_custom_target(options);
+    }
+    misplaced("use_attention_mask", "false", "sdpa-custom");
+    const std::string& w = options.at("weaken");
+    if (w != "none" && !parse_rule(w))
+      throw InputError("option 'weaken' of target llm with entry=sdpa: expected none or a contract rule, got '" + w + "'");
     return std::make_unique<LlmTarget>(options);
   }
 };

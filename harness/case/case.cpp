@@ -31,7 +31,9 @@ const std::pair<Distribution, const char*> kDistributions[] = {
     {Distribution::normal, "normal"}, {Distribution::uniform, "uniform"},
     {Distribution::integers, "integers"}, {Distribution::large, "large"}};
 const std::pair<CausalAlignment, const char*> kAlignments[] = {
-    {CausalAlignment::top_left, "top-left"}, {CausalAlignment::bottom_right, "bottom-right"}};
+    {CausalAlignment::top_left, "top-left"},
+    {CausalAlignment::bottom_right, "bottom-right"},
+    {CausalAlignment::start_pos, "start-pos"}};
 const std::pair<SpecialValue, const char*> kSpecialValues[] = {
     {SpecialValue::nan, "nan"},           {SpecialValue::pos_inf, "+inf"},
     {SpecialValue::neg_inf, "-inf"},      {SpecialValue::overflow, "overflow"},
@@ -64,9 +66,14 @@ std::optional<SpecialPlace> parse_special_place(const std::string& s) {
   return parse_named(s, kSpecialPlaces);
 }
 
-bool Case::causal_keeps(int64_t i, int64_t j, int64_t Lq, int64_t Lkv) const {
+bool Case::causal_keeps(int64_t i, int64_t j, int64_t Lq, int64_t Lkv, int64_t start_pos) const {
   if (!is_causal) return true;
-  return causal_alignment == CausalAlignment::top_left ? j <= i : j <= i + Lkv - Lq;
+  switch (causal_alignment) {
+    case CausalAlignment::top_left: return j <= i;
+    case CausalAlignment::bottom_right: return j <= i + Lkv - Lq;
+    case CausalAlignment::start_pos: break;
+  }
+  return j <= i + start_pos;
 }
 
 double Case::effective_scale() const {
@@ -130,7 +137,9 @@ std::string case_summary(const Case& c) {
     << " E" << c.head_dim << " Ev" << c.value_dim;
   if (c.enable_gqa) o << " gqa";
   if (c.is_causal)
-    o << (c.causal_alignment == CausalAlignment::top_left ? " causal" : " causal(bottom-right)");
+    o << (c.causal_alignment == CausalAlignment::top_left
+              ? std::string(" causal")
+              : std::string(" causal(") + alignment_name(c.causal_alignment) + ")");
   if (c.dropout_p > 0) o << " dropout=" << c.dropout_p;
   if (c.scale) o << " scale=" << *c.scale;
   if (!(c.start_pos == SymExpr(0))) o << " start_pos=" << c.start_pos.str();

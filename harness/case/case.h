@@ -25,8 +25,11 @@ enum class SpecialValue { nan, pos_inf, neg_inf, overflow, huge };
 /// whole rows of the last dim: one position of q, k or v, one mask row).
 enum class SpecialPlace { elements, row };
 /// Where a causal mask sits when Lq != Lkv: top-left keeps j <= i (aten,
-/// efficient, cuDNN), bottom-right keeps j <= i + Lkv - Lq (a direct flash call).
-enum class CausalAlignment { top_left, bottom_right };
+/// efficient, cuDNN), bottom-right keeps j <= i + Lkv - Lq (a direct flash call),
+/// start-pos keeps j <= i + start_pos (a KV-cache step at position start_pos:
+/// rows start_pos .. start_pos + Lq of llama's causal mask, custom_sdpa's
+/// causal offset); start_pos 0 is top-left, Lkv - Lq bottom-right.
+enum class CausalAlignment { top_left, bottom_right, start_pos };
 
 const char* layout_name(Layout l);
 const char* pattern_name(MaskPattern p);
@@ -98,8 +101,9 @@ struct Case {
   /// The assignments to execute at: `runtime`, or one empty assignment when
   /// the case has no symbols.
   std::vector<Assignment> runs() const;
-  /// Whether query row i keeps key j under is_causal and the alignment.
-  bool causal_keeps(int64_t i, int64_t j, int64_t Lq, int64_t Lkv) const;
+  /// Whether query row i keeps key j under is_causal and the alignment, at
+  /// a run whose start_pos is `start_pos`.
+  bool causal_keeps(int64_t i, int64_t j, int64_t Lq, int64_t Lkv, int64_t start_pos = 0) const;
 };
 
 /// Shapes of the call's tensors in the entry layout (bhsd: [..., H, L, E];

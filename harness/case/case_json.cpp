@@ -63,9 +63,7 @@ MaskSpec mask_from_json(JsonObject o) {
   m.shape = shape_from_json(o.require("shape"), o.field("shape"));
   m.pattern = enum_field<MaskPattern>(o, "pattern", parse_pattern,
                                       "random, causal, window, padding, full-row, keep-all");
-  if (const json* p = o.find("param")) {
-    m.param = o.number("param");
-  }
+  if (o.find("param")) m.param = o.number("param");
   if (o.find("fill")) m.fill = enum_field<MaskFill>(o, "fill", parse_fill, "-inf, min, -1e4");
   o.reject_unknown();
   return m;
@@ -166,7 +164,7 @@ Case case_from_json(const json& j, const std::string& path) {
   c.is_causal = o.boolean("is_causal");
   if (o.find("causal_alignment"))
     c.causal_alignment =
-        enum_field<CausalAlignment>(o, "causal_alignment", parse_alignment, "top-left, bottom-right");
+        enum_field<CausalAlignment>(o, "causal_alignment", parse_alignment, "top-left, bottom-right, start-pos");
   c.dropout_p = o.number("dropout_p");
   if (const json* s = o.find("scale"); s && !s->is_null()) c.scale = o.number("scale");
   if (const json* s = o.find("start_pos")) c.start_pos = size_from_json(*s, o.field("start_pos"));

@@ -150,6 +150,21 @@ TEST(CaseJson, AlignmentAndVariantAreOptionalWithDefaults) {
   EXPECT_NE(error_of(j).find("case.causal_alignment: bottom-right"), std::string::npos) << error_of(j);
 }
 
+TEST(CaseJson, StartPosAlignmentKeepsKeysUpToStartPosPlusRow) {
+  nlohmann::json j = example_case();
+  j["is_causal"] = true;
+  j["causal_alignment"] = "start-pos";
+  Case d = case_from_json(j);
+  EXPECT_EQ(d.causal_alignment, CausalAlignment::start_pos);
+  EXPECT_EQ(case_to_json(d), j);
+  // Lq 2, Lkv 8 at start_pos 3: row 0 keeps 0..3, row 1 keeps 0..4.
+  EXPECT_TRUE(d.causal_keeps(0, 3, 2, 8, 3) && !d.causal_keeps(0, 4, 2, 8, 3));
+  EXPECT_TRUE(d.causal_keeps(1, 4, 2, 8, 3) && !d.causal_keeps(1, 5, 2, 8, 3));
+  EXPECT_TRUE(d.causal_keeps(0, 0, 2, 8, 0) && !d.causal_keeps(0, 1, 2, 8, 0));  // start_pos 0: top-left
+  j["is_causal"] = false;
+  EXPECT_NE(error_of(j).find("case.causal_alignment: start-pos"), std::string::npos) << error_of(j);
+}
+
 TEST(CaseValidate, CallsAtenRejects) {
   nlohmann::json j = example_case();
   j["is_causal"] = true;

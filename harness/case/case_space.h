@@ -12,6 +12,12 @@ struct CaseSpace {
   std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16, DType::f64};
   bool bshd_layout = true;    // entry form may hold q, k, v as [..., L, H, D]
   bool start_pos = false;     // the entry form carries a KV-cache position
+  /// The entry form reads k and v from a KV cache at position start_pos (a
+  /// decode or chunked-prefill step): start_pos is the symbol "sp" with
+  /// sp + Lq <= Lkv at every run, Lkv is the cache length, a constant
+  /// (GenPolicy's cache knobs), and a call without a mask is causal at
+  /// start_pos (alignment start-pos, which causal_alignments must list).
+  bool kv_cache = false;
   bool dropout = true;
   bool masks = true;
   /// Only causal calls: is_causal, or a mask of pattern causal over the full

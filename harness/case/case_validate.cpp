@@ -115,7 +115,8 @@ class Validator {
       fail("dropout_p", "expected a number in [0, 1), got " + std::to_string(c_.dropout_p));
     if (c_.scale && !std::isfinite(*c_.scale)) fail("scale", "expected a finite number or null");
     if (c_.causal_alignment != CausalAlignment::top_left && !c_.is_causal)
-      fail("causal_alignment", "bottom-right is the alignment of a causal mask: it needs is_causal=true");
+      fail("causal_alignment", std::string(alignment_name(c_.causal_alignment)) +
+                                   " is the alignment of a causal mask: it needs is_causal=true");
     if (!(c_.data.magnitude > 0 && std::isfinite(c_.data.magnitude)))
       fail("data.magnitude", "expected a positive finite number");
     if (c_.data.special) check_special(*c_.data.special);

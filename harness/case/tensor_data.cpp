@@ -177,6 +177,7 @@ CaseTensors make_case_tensors(const Case& c, const Assignment& at) {
     t.v = swap_heads_and_seq(t.v);
   }
   if (c.mask) t.mask = make_mask(c, s.mask_shape);
+  t.start_pos = s.start_pos;
   return t;
 }
 

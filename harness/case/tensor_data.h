@@ -31,6 +31,7 @@ uint64_t fnv1a64(const std::string& s);
 struct CaseTensors {
   Tensor q, k, v;
   std::optional<Tensor> mask;  // in the mask's own shape and dtype
+  int64_t start_pos = 0;       // the run's start_pos: where a start-pos causal mask sits
 };
 
 CaseTensors make_case_tensors(const Case& c, const Assignment& at);

@@ -18,7 +18,8 @@ enum class Numerics { exact, emulated, naive };
 /// aten.{mul,add,sub,div}.{Tensor,Scalar}, transpose.int, permute,
 /// contiguous, clone, reshape, view, _unsafe_view, expand, unsqueeze,
 /// squeeze.dims, matmul, bmm, _softmax, softmax.int, _safe_softmax,
-/// repeat, repeat_interleave.self_int, ones, zeros, full, zeros_like, tril,
+/// repeat, repeat_interleave.self_int, slice.Tensor, select.int,
+/// _local_scalar_dense, ones, zeros, full, zeros_like, tril,
 /// logical_not, masked_fill.Scalar, where.self, where.Scalar,
 /// native_dropout, _to_copy, scaled_dot_product_attention.
 KernelSet make_reference_kernels(const std::string& name, Numerics numerics);

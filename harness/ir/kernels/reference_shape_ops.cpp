@@ -83,6 +83,27 @@ Tensor slice_last_dim(const KernelArgs& a, const Tensor& x, int64_t dim, int64_t
 
 std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 
+// Elements [start, end) step `step` of dim `dim` (aten.slice.Tensor): a
+// negative bound counts from the end, both are clamped to [0, size].
+Tensor slice(const KernelArgs& a, const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (step < 1) refuse(a, "slice step must be positive");
+  const int64_t size = x.shape[dim];
+  auto clamp = [size](int64_t b) { return std::min(std::max(b < 0 ? b + size : b, int64_t{0}), size); };
+  start = clamp(start);
+  end = std::max(clamp(end), start);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= x.shape[d];
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape[d];
+  Tensor r = x;
+  r.shape[dim] = (end - start + step - 1) / step;
+  r.data.assign(static_cast<size_t>(outer * r.shape[dim] * inner), 0.0);
+  int64_t flat = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = start; i < end; i += step)
+      for (int64_t e = 0; e < inner; ++e) r.data[flat++] = x.data[(o * size + i) * inner + e];
+  return r;
+}
+
 }  // namespace
 
 void add_shape_kernels(KernelSet& k, Num) {
@@ -147,6 +168,37 @@ void add_shape_kernels(KernelSet& k, Num) {
       for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % in[d]) * xs[d];
       r.data[flat++] = x.data[off];
     });
+    return one(r);
+  });
+  k.add("aten.slice.Tensor", [](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    const int64_t dim = wrap_dim(a.integer(1, 0), x.dim(), a.node);
+    const int64_t size = x.shape[dim];
+    return one(slice(a, x, dim, a.has(2) ? a.integer(2) : 0, a.has(3) ? a.integer(3) : size, a.integer(4, 1)));
+  });
+  k.add("aten.select.int", [](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    const int64_t dim = wrap_dim(a.integer(1), x.dim(), a.node);
+    int64_t index = a.integer(2);
+    if (index < 0) index += x.shape[dim];
+    if (index < 0 || index >= x.shape[dim])
+      refuse(a, "select(): index " + std::to_string(a.integer(2)) + " out of range for dim of size " +
+                    std::to_string(x.shape[dim]));
+    Tensor r = slice(a, x, dim, index, index + 1, 1);
+    r.shape.erase(r.shape.begin() + dim);
+    return one(r);
+  });
+  // Tensor.item(): the one element as a 0-d tensor. Keyword "binds" names
+  // the unbacked symbol export binds to it (FX's unbacked_bindings): at a
+  // run the element must equal that symbol's value.
+  k.add("aten._local_scalar_dense.default", [](const KernelArgs& a) {
+    Tensor r = a.tensor(0);
+    if (r.numel() != 1) refuse(a, "a Tensor with " + std::to_string(r.numel()) + " elements cannot be converted to Scalar");
+    r.shape.clear();
+    if (const Value* b = a.kwarg("binds"); b && std::holds_alternative<int64_t>(*b) &&
+                                           static_cast<double>(std::get<int64_t>(*b)) != r.data[0])
+      throw GraphError("%" + a.node.name + ": the element is " + std::to_string(r.data[0]) +
+                       " but the symbol it binds is " + std::to_string(std::get<int64_t>(*b)) + " at this run");
     return one(r);
   });
   k.add("aten.repeat_interleave.self_int", [](const KernelArgs& a) {
