@@ -68,6 +68,8 @@ check invalid-runtime 2 "case.runtime[1].s0: value 100 is outside the symbol's r
 check invalid-heads 2 "case.kv_heads: with enable_gqa" "$BIN" replay "$DATA/invalid/heads_do_not_divide.json"
 check invalid-mask 2 "case.mask.shape[0]" "$BIN" replay "$DATA/invalid/mask_does_not_broadcast.json"
 check invalid-size 2 "exceeds the size limit" "$BIN" replay "$DATA/invalid/over_size_limit.json"
+check invalid-mask-blocks 2 "case.mask.block_keys: missing required field" "$BIN" replay "$DATA/invalid/mask_block_keys_missing.json"
+check invalid-mask-blocks-pattern 2 "case.mask.block_rows: only a block-sparse mask has blocks" "$BIN" replay "$DATA/invalid/mask_blocks_on_left_padding.json"
 check invalid-target 2 "unknown target 'nosuch'" "$BIN" replay "$DATA/invalid/unknown_target.json"
 check invalid-json 2 "not valid JSON" "$BIN" replay "$DATA/invalid/not_json.json"
 # Hostile files: each is an error naming the file and field (or line and

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "generators/gen_policy.h"
+#include "harness/case/tensor_data.h"
 
 namespace sdpa {
 namespace {
@@ -39,11 +40,77 @@ void add_length_classes(const Case& c, std::set<std::string>& out) {
   }
 }
 
+// What one mask row does to the kernels' key tiles: every key dropped, or
+// some kept and every key of one tile dropped (a tile a kernel skips or
+// rescales past), per tile size of kKeyTiles.
+struct RowTiles {
+  bool kept = false;
+  std::vector<bool> empty_tile = std::vector<bool>(kKeyTiles.size(), false);
+};
+
+RowTiles row_tiles(const std::vector<bool>& keep, size_t row_start, int64_t cols) {
+  RowTiles r;
+  for (int64_t j = 0; j < cols && !r.kept; ++j) r.kept = keep[row_start + static_cast<size_t>(j)];
+  if (!r.kept) return r;
+  for (size_t t = 0; t < kKeyTiles.size(); ++t) {
+    const int64_t tile = kKeyTiles[t];
+    for (int64_t n = 0; n < cols && !r.empty_tile[t]; n += tile) {
+      bool any = false;
+      for (int64_t j = n; j < std::min(cols, n + tile) && !any; ++j) any = keep[row_start + static_cast<size_t>(j)];
+      r.empty_tile[t] = !any;
+    }
+  }
+  return r;
+}
+
+// Classes of what the mask keeps at one runtime size, from its data: a
+// left padding that drops some keys of every row and keeps others,
+// per-batch padding whose batch elements differ in length, block-sparse
+// rows that keep some blocks and drop others, and rows that empty a whole
+// key tile ("empty-tile:64", and "empty-tile:<pattern>:<Lkv>" where Lkv is
+// a tile edge: the pattern across the kernels' tile edges).
+void add_mask_data_classes(const Case& c, const Assignment& at, std::set<std::string>& out) {
+  const MaskSpec& m = *c.mask;
+  const ConcreteSizes s = concrete_sizes(c, at);
+  const Shape& shape = s.mask_shape;
+  const int64_t cols = shape.back();
+  if (cols < 2 || s.Lkv < 2) return;  // a key-broadcast mask drops whole rows only
+  const std::vector<bool> keep = mask_keeps(c, shape);
+  const size_t rows = keep.size() / static_cast<size_t>(cols);
+  const size_t per_batch = static_cast<size_t>(shape.size() >= 3 ? shape[shape.size() - 3] : 1) *
+                           static_cast<size_t>(shape.size() >= 2 ? shape[shape.size() - 2] : 1);
+  std::vector<bool> any_empty(kKeyTiles.size(), false);
+  bool partial = false, fully_masked = false;
+  std::set<int64_t> lengths;
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t start = r * static_cast<size_t>(cols);
+    const RowTiles t = row_tiles(keep, start, cols);
+    fully_masked = fully_masked || !t.kept;
+    int64_t kept = 0;
+    for (int64_t j = 0; j < cols; ++j) kept += keep[start + static_cast<size_t>(j)];
+    partial = partial || (kept > 0 && kept < cols);
+    if (r % per_batch == 0) lengths.insert(kept);
+    for (size_t i = 0; i < kKeyTiles.size(); ++i) any_empty[i] = any_empty[i] || t.empty_tile[i];
+  }
+  if (m.pattern == MaskPattern::left_padding && partial) out.insert("mask:left-padding");
+  if (m.pattern == MaskPattern::per_batch_padding && lengths.size() > 1) out.insert("mask:per-batch-padding");
+  if (m.pattern == MaskPattern::block_sparse && partial) out.insert("mask:block-sparse");
+  if (fully_masked) out.insert("mask:fully-masked-row");
+  const bool edge = std::count(kTileEdgeLengths.begin(), kTileEdgeLengths.end(), s.Lkv) > 0;
+  for (size_t i = 0; i < kKeyTiles.size(); ++i) {
+    if (!any_empty[i]) continue;
+    out.insert("empty-tile");
+    out.insert("empty-tile:" + std::to_string(kKeyTiles[i]));
+    if (edge) out.insert(std::string("empty-tile:") + pattern_name(m.pattern) + ":" + std::to_string(s.Lkv));
+  }
+}
+
 void add_mask_classes(const Case& c, std::set<std::string>& out) {
   if (!c.mask) {
     out.insert("mask:none");
     return;
   }
+  for (const auto& at : c.runs()) add_mask_data_classes(c, at, out);
   const MaskSpec& m = *c.mask;
   const bool additive = m.dtype != DType::b8;
   out.insert(additive ? "mask:additive" : "mask:bool");

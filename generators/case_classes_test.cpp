@@ -79,5 +79,58 @@ TEST(BoundaryClasses, SharedUnbackedSymbolsWithRuntimeOffHint) {
   EXPECT_FALSE(has(independent, "symbol:unbacked"));
 }
 
+TEST(BoundaryClasses, MasksThatEmptyWholeKeyTiles) {
+  Case c;
+  c.q_len = 2;
+  c.kv_len = 129;
+  c.mask = MaskSpec{DType::b8, {2, 129}, MaskPattern::left_padding, 64, MaskFill::neg_inf};
+  auto k = boundary_classes(c);
+  // Keys 0..63 dropped, 64..128 kept: the first 64-key tile is empty.
+  for (const char* name : {"pattern:left-padding", "mask:left-padding", "empty-tile", "empty-tile:64",
+                           "empty-tile:left-padding:129", "tile-edge:129"})
+    EXPECT_TRUE(has(k, name)) << name;
+  for (const char* name : {"empty-tile:512", "mask:fully-masked-row"}) EXPECT_FALSE(has(k, name)) << name;
+  c.mask->param = 63;  // one key of the first tile kept
+  EXPECT_FALSE(has(boundary_classes(c), "empty-tile"));
+  c.mask->param = 129;  // every key padded: fully masked rows, no tile skipped past
+  k = boundary_classes(c);
+  EXPECT_TRUE(has(k, "mask:fully-masked-row"));
+  EXPECT_FALSE(has(k, "empty-tile"));
+  EXPECT_FALSE(has(k, "mask:left-padding"));
+
+  // Right padding past 512 keys of 1025: the tile of key 1024 and the second 512-key block.
+  c.kv_len = 1025;
+  c.mask = MaskSpec{DType::f32, {2, 1025}, MaskPattern::padding, 500, MaskFill::neg_inf};
+  k = boundary_classes(c);
+  for (const char* name : {"empty-tile:64", "empty-tile:512", "empty-tile:padding:1025"})
+    EXPECT_TRUE(has(k, name)) << name;
+  // A mask broadcast over keys drops whole rows, never one tile.
+  c.mask->shape = {2, 1};
+  EXPECT_FALSE(has(boundary_classes(c), "empty-tile"));
+}
+
+TEST(BoundaryClasses, PerBatchLengthsAndBlockSparseRowsFromTheMaskData) {
+  Case c;
+  c.batch = {2};
+  c.q_heads = 2;
+  c.q_len = 3;
+  c.kv_len = 6;
+  c.data.seed = 7;  // pads 4 and 2 under param 4 (tensor_data_test)
+  c.mask = MaskSpec{DType::b8, {2, 1, 1, 6}, MaskPattern::per_batch_padding, 4, MaskFill::neg_inf};
+  EXPECT_TRUE(has(boundary_classes(c), "mask:per-batch-padding"));
+  c.mask->shape = {1, 1, 1, 6};  // one batch element: one length for all
+  EXPECT_FALSE(has(boundary_classes(c), "mask:per-batch-padding"));
+
+  c.kv_len = 256;
+  c.mask = MaskSpec{DType::b8, {3, 256}, MaskPattern::block_sparse, 0.5, MaskFill::neg_inf, 1, 32};
+  auto k = boundary_classes(c);
+  for (const char* name : {"pattern:block-sparse", "mask:block-sparse", "empty-tile:64", "empty-tile:block-sparse:256"})
+    EXPECT_TRUE(has(k, name)) << name;
+  c.mask->param = 1.0;  // every block kept
+  k = boundary_classes(c);
+  EXPECT_FALSE(has(k, "mask:block-sparse"));
+  EXPECT_FALSE(has(k, "empty-tile"));
+}
+
 }  // namespace
 }  // namespace sdpa

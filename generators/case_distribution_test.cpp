@@ -57,7 +57,9 @@ TEST(Distribution, DefaultsReachEveryBoundaryClass) {
         "start_pos>0", "kv=start_pos+Lq", "mask-rank:1", "symbols:none", "symbols:shared", "symbols:independent", "symbols:batch",
         "symbol:unbacked", "runtime!=hint", "runtime:multiple", "dtype:f32", "dtype:f16",
         "dtype:bf16", "dtype:f64", "batch-rank:0", "batch-rank:1", "batch-rank:2", "dist:normal",
-        "dist:uniform", "dist:integers", "dist:large"})
+        "dist:uniform", "dist:integers", "dist:large", "pattern:left-padding", "pattern:per-batch-padding",
+        "pattern:block-sparse", "mask:left-padding", "mask:per-batch-padding", "mask:block-sparse",
+        "mask:fully-masked-row", "empty-tile", "empty-tile:64"})
     EXPECT_GT(r.counts[name], 0) << name;
   // Rare classes still get dozens of cases; campaigns stay fast.
   EXPECT_GT(r.counts["full-row-mask"], 50);
@@ -71,7 +73,7 @@ TEST(Distribution, NonFiniteAndEmptyCasesOnlyWhereTheSpaceAllowsThemAndRare) {
   Report closed = report(GenPolicy::defaults(), CaseSpace{}, n);
   for (const auto& [name, count] : closed.counts) {
     EXPECT_NE(name.rfind("special", 0), 0u) << name;
-    EXPECT_NE(name.rfind("empty", 0), 0u) << name;
+    EXPECT_NE(name.rfind("empty:", 0), 0u) << name;
   }
   CaseSpace open;
   open.non_finite = open.empty = true;
@@ -88,12 +90,23 @@ TEST(Distribution, NonFiniteAndEmptyCasesOnlyWhereTheSpaceAllowsThemAndRare) {
   EXPECT_LT(special, n * 0.04);
 }
 
-TEST(Distribution, LargeReachesEveryTileEdge) {
+// Every tile edge, and each serving pattern emptying a whole key tile at
+// every kv block edge (511 to 513, 1024 and 1024 + 1): about 1 case in 400
+// each (7 to 27 of these 5,000), so that a campaign of a few thousand cases
+// meets each several times.
+TEST(Distribution, LargeReachesEveryTileEdgeAndEmptiesTilesAcrossThem) {
   const int n = 5000;
   Report r = report(GenPolicy::large(), CaseSpace{}, n);
   print("large", r, n);
   for (int64_t edge : kTileEdgeLengths)
     EXPECT_GT(r.counts["tile-edge:" + std::to_string(edge)], 0) << edge;
+  for (const char* pattern : {"left-padding", "per-batch-padding", "block-sparse"})
+    for (int edge : {511, 512, 513, 1024, 1025}) {
+      const std::string name = std::string("empty-tile:") + pattern + ":" + std::to_string(edge);
+      EXPECT_GE(r.counts[name], 5) << name;
+    }
+  EXPECT_GT(r.counts["empty-tile:512"], 100);
+  EXPECT_GT(r.counts["mask:per-batch-padding"], 40);
 }
 
 }  // namespace

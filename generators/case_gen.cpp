@@ -37,6 +37,7 @@ struct CaseDraw {
   size_t variant = 0;    // index into CaseSpace::variants
   size_t alignment = 0;  // index into CaseSpace::causal_alignments
   std::optional<GenPolicy::EmptyDim> empty;
+  std::optional<int64_t> long_len;  // drawn last, so the fields above draw as they did
 };
 
 // Caps at one RapidCheck size.
@@ -68,6 +69,12 @@ Caps caps_at(const GenPolicy& p, const CaseSpace& space, int size) {
   c.len = std::max<int64_t>(
       1, std::min({size_cap(p.max_len, size, 2), isqrt(budget), budget / c.head_dim}));
   return c;
+}
+
+// Serving paddings reach the longest length drawn at this size.
+int64_t max_pad(const GenPolicy& p, const Caps& caps, int size) {
+  if (p.p_long_len > 0 && size >= p.long_len_min_size) return std::max(caps.len, p.long_len_max);
+  return caps.len;
 }
 
 // The variant and alignment come from the target's lists: drawn as indices
@@ -139,6 +146,36 @@ void apply_empty(GenPolicy::EmptyDim d, const CaseSpace& space, Case& c) {
   drop_unused_symbols(c);
 }
 
+// Whether every tensor of c (q, k, v, scores, output; a mask is at most the
+// scores) fits `limit` elements at every runtime size and at the hints.
+bool fits(const Case& c, int64_t limit) {
+  std::vector<Assignment> points = c.runs();
+  if (auto hints = c.shape_env().hints()) points.push_back(*hints);
+  for (const auto& at : points)
+    for (const SymShape& shape : {query_shape(c), key_shape(c), value_shape(c), score_shape(c), output_shape(c)}) {
+      double n = 1;
+      for (int64_t d : eval_shape(shape, at)) n *= static_cast<double>(d);
+      if (n > static_cast<double>(limit)) return false;
+    }
+  return true;
+}
+
+// A long length past the size cap for the longer length of the relation,
+// where that length (both for equal) is still static and every tensor fits.
+void apply_long_length(std::optional<int64_t> len, const Lengths& drawn, const GenPolicy& p, Case& c) {
+  using R = GenPolicy::LengthRelation;
+  if (!len) return;
+  const bool kv = drawn.relation != R::q_longer, q = drawn.relation == R::q_longer || drawn.relation == R::equal;
+  if ((kv && !c.kv_len.is_constant()) || (q && !c.q_len.is_constant())) return;
+  const Lengths now{c.q_len.is_constant() ? c.q_len.constant() : 0, c.kv_len.is_constant() ? c.kv_len.constant() : 0,
+                    drawn.relation};
+  const Lengths l = with_long_length(now, *len);
+  Case trial = c;
+  if (kv) trial.kv_len = l.Lkv;
+  if (q) trial.q_len = l.Lq;
+  if (fits(trial, std::min(p.max_elements, SizeLimits{}.max_tensor_elements))) c = std::move(trial);
+}
+
 Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpace& space) {
   Case c;
   c.dtype = d.dtype;
@@ -163,6 +200,7 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpac
     if (!c.mask) c.is_causal = true;
   } else {
     const bool cache = apply_cache_position(d.start_pos, caps.len, c);
+    if (!cache) apply_long_length(d.long_len, d.lengths, p, c);  // a KV-cache Lkv is start_pos + Lq
     apply_attention(d.attention, c, space.causal_only);
     if (!cache) c.start_pos = start_pos_for(d.start_pos, c);
   }
@@ -197,11 +235,12 @@ Gen<Case> gen_case(const GenPolicy& p, const CaseSpace& space) {
         gen::set(&CaseDraw::dropout_p, gen_dropout(p, space)),
         gen::set(&CaseDraw::data, gen_data(p, space)),
         gen::set(&CaseDraw::dynamic, gen_dynamic(p, space, caps.batch_rank, caps.len)),
-        gen::set(&CaseDraw::attention, gen_attention(p, space, caps.batch_rank, caps.len)),
+        gen::set(&CaseDraw::attention, gen_attention(p, space, caps.batch_rank, caps.len, max_pad(p, caps, size))),
         gen::set(&CaseDraw::start_pos, gen_start_pos(p, space, caps.len)),
         gen::set(&CaseDraw::variant, gen_variant(space)),
         gen::set(&CaseDraw::alignment, gen_alignment(space)),
-        gen::set(&CaseDraw::empty, gen_empty(p, space)));
+        gen::set(&CaseDraw::empty, gen_empty(p, space)),
+        gen::set(&CaseDraw::long_len, gen_long_length(p, size)));
     return gen::map(draw, [p, caps, space](const CaseDraw& d) { return fit(d, p, caps, space); });
   });
 }

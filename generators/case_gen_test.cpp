@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "harness/case/case_json.h"
 #include "harness/case/case_validate.h"
@@ -178,6 +179,104 @@ TEST(GenCase, DeterministicForTheSameRandomAndSize) {
     distinct += a != case_to_json(draw(g, seed + 1000, 60)).dump();
   }
   EXPECT_GT(distinct, 190);
+}
+
+// The serving patterns, from fixed seeds under both policies, each in the
+// serving shape: one head for all, Lkv whole, the batch dims of the call
+// for per-batch padding; blocks from the policy's tiles; paddings cut to Lkv.
+TEST(GenCase, ServingMasksAreDrawnInTheServingShape) {
+  for (const GenPolicy& p : {GenPolicy::defaults(), GenPolicy::large()}) {
+    auto g = gen_case(p, CaseSpace{});
+    std::map<MaskPattern, int> drawn;
+    for (uint64_t seed = 0; seed < 3000; ++seed) {
+      const Case c = draw(g, seed, static_cast<int>(seed % 101));
+      if (!c.mask) continue;
+      const MaskSpec& m = *c.mask;
+      const std::string json = case_to_json(c).dump();
+      ++drawn[m.pattern];
+      if (m.pattern != MaskPattern::left_padding && m.pattern != MaskPattern::per_batch_padding &&
+          m.pattern != MaskPattern::block_sparse)
+        continue;
+      const SymShape scores = score_shape(c);
+      const size_t r = m.shape.size(), full = scores.size();
+      EXPECT_EQ(m.shape.back(), scores.back()) << json;
+      if (r >= 3) {
+        EXPECT_EQ(m.shape[r - 3], SymExpr(1)) << json;
+      }
+      if (m.pattern == MaskPattern::per_batch_padding) {
+        ASSERT_EQ(r, full) << json;
+        for (size_t i = 0; i + 3 < full; ++i) EXPECT_EQ(m.shape[i], scores[i]) << json;
+      }
+      if (m.pattern == MaskPattern::block_sparse) {
+        if (r >= 2) {
+          EXPECT_EQ(m.shape[r - 2], scores[full - 2]) << json;
+        }
+        EXPECT_TRUE(std::count_if(p.block_rows_weights.begin(), p.block_rows_weights.end(),
+                                  [&](const auto& w) { return w.first == m.block_rows; }))
+            << json;
+        EXPECT_TRUE(std::count_if(p.block_keys_weights.begin(), p.block_keys_weights.end(),
+                                  [&](const auto& w) { return w.first == m.block_keys; }))
+            << json;
+      } else {
+        int64_t longest = 0;
+        for (const auto& at : c.runs()) longest = std::max(longest, c.kv_len.eval(at));
+        EXPECT_LE(m.param, static_cast<double>(std::max<int64_t>(longest, 1))) << json;
+      }
+    }
+    for (MaskPattern pattern : {MaskPattern::left_padding, MaskPattern::per_batch_padding, MaskPattern::block_sparse})
+      EXPECT_GT(drawn[pattern], 30) << pattern_name(pattern);
+    // The other patterns are still drawn.
+    for (MaskPattern pattern : {MaskPattern::random, MaskPattern::causal, MaskPattern::window, MaskPattern::padding,
+                                MaskPattern::full_row, MaskPattern::keep_all})
+      EXPECT_GT(drawn[pattern], 10) << pattern_name(pattern);
+  }
+}
+
+// Long lengths past the size cap come only from size 50 on, only where
+// every tensor still fits max_elements, and never under the defaults.
+TEST(GenCase, LongLengthsOnlyFromMidSizesAndWhereTheyFit) {
+  const GenPolicy p = GenPolicy::large();
+  auto g = gen_case(p, CaseSpace{});
+  std::map<int64_t, int> long_kv;
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    const int size = static_cast<int>(seed % 101);
+    const Case c = draw(g, seed, size);
+    for (const auto& at : c.runs()) {
+      const ConcreteSizes s = concrete_sizes(c, at);
+      if (std::max(s.Lq, s.Lkv) > 418) {  // the length cap at size 100
+        EXPECT_GE(size, p.long_len_min_size) << case_summary(c);
+        ++long_kv[s.Lkv];
+      }
+      double scores = static_cast<double>(s.batch_numel()) * static_cast<double>(s.Hq * s.Lq) * static_cast<double>(s.Lkv);
+      EXPECT_LE(scores, static_cast<double>(p.max_elements)) << case_summary(c);
+    }
+  }
+  for (int64_t len : {1023, 1024, 1025}) EXPECT_GT(long_kv[len], 20) << len;
+  auto d = gen_case(GenPolicy::defaults(), CaseSpace{});
+  for (uint64_t seed = 0; seed < 500; ++seed)
+    for (const auto& at : draw(d, seed, 100).runs())
+      EXPECT_LE(concrete_sizes(draw(d, seed, 100), at).Lkv, GenPolicy::defaults().max_len);
+}
+
+// A serving mask fires on top of a drawn one: with it off, the draw is
+// the mask the policy gave before the serving patterns existed.
+TEST(GenCase, WithoutServingMasksOrLongLengthsTheDrawsAreTheOlderOnes) {
+  GenPolicy off = GenPolicy::large();
+  off.p_serving_mask = 0;
+  off.p_long_len = 0;
+  auto with = gen_case(GenPolicy::large(), CaseSpace{}), without = gen_case(off, CaseSpace{});
+  int same = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const Case a = draw(with, seed, 80), b = draw(without, seed, 80);
+    const bool serving = a.mask && (a.mask->pattern == MaskPattern::left_padding ||
+                                    a.mask->pattern == MaskPattern::per_batch_padding ||
+                                    a.mask->pattern == MaskPattern::block_sparse);
+    const bool long_len = a.q_len != b.q_len || a.kv_len != b.kv_len;
+    if (serving || long_len) continue;
+    EXPECT_EQ(case_to_json(a).dump(), case_to_json(b).dump());
+    ++same;
+  }
+  EXPECT_GT(same, 100);
 }
 
 TEST(GenCase, ShowsAsJson) {

@@ -100,5 +100,58 @@ TEST(Shrinking, MaskShrinksToTwoDimsOverLqLkv) {
   }
 }
 
+// A failure that needs only a block-sparse mask shrinks to the simplest
+// one: a bool [Lq, Lkv] mask of 1 x 1, the first block sizes and keep
+// probability of the policy's lists.
+TEST(Shrinking, ServingMasksShrinkTowardTheirSimplestForm) {
+  const GenPolicy p = GenPolicy::large();
+  for (MaskPattern pattern : {MaskPattern::block_sparse, MaskPattern::left_padding, MaskPattern::per_batch_padding}) {
+    auto needs = [pattern](const Case& c) { return c.mask && c.mask->pattern == pattern; };
+    int tried = 0;
+    for (uint64_t seed = 0; tried < 10 && seed < 5000; ++seed) {
+      auto s = gen_case(p, CaseSpace{})(rc::Random(seed), 100);
+      if (!needs(s.value())) continue;
+      ++tried;
+      const Case min = rc::shrinkable::findLocalMin(s, needs).first;
+      const std::string json = case_to_json(min).dump();
+      ASSERT_TRUE(min.mask) << json;
+      EXPECT_EQ(min.mask->dtype, DType::b8) << json;
+      EXPECT_EQ(first_run(min).Lq, 1) << json;
+      EXPECT_EQ(first_run(min).Lkv, 1) << json;
+      EXPECT_EQ(min.q_heads, 1) << json;
+      EXPECT_EQ(min.mask->param, pattern == MaskPattern::block_sparse ? p.mask_keep_weights[0].first : 0.0) << json;
+      if (pattern == MaskPattern::block_sparse) {
+        EXPECT_EQ(min.mask->block_rows, p.block_rows_weights[0].first) << json;
+        EXPECT_EQ(min.mask->block_keys, p.block_keys_weights[0].first) << json;
+        EXPECT_EQ(min.mask->shape, (SymShape{1, 1})) << json;
+      }
+    }
+    EXPECT_EQ(tried, 10) << pattern_name(pattern);
+  }
+}
+
+// A failure that needs a left padding that empties a whole 64-key tile of
+// a row that keeps other keys shrinks to the edge: Lkv 65, padding 64.
+TEST(Shrinking, ATileEmptyingPaddingShrinksToTheTileEdge) {
+  const GenPolicy p = GenPolicy::large();
+  auto needs = [](const Case& c) {
+    if (!c.mask || c.mask->pattern != MaskPattern::left_padding) return false;
+    const ConcreteSizes s = first_run(c);
+    return s.mask_shape.back() == s.Lkv && c.mask->param >= 64 && c.mask->param < static_cast<double>(s.Lkv);
+  };
+  int tried = 0;
+  for (uint64_t seed = 0; tried < 5 && seed < 20000; ++seed) {
+    auto s = gen_case(p, CaseSpace{})(rc::Random(seed), 100);
+    if (!needs(s.value())) continue;
+    ++tried;
+    const Case min = rc::shrinkable::findLocalMin(s, needs).first;
+    const std::string json = case_to_json(min).dump();
+    EXPECT_EQ(first_run(min).Lkv, 65) << json;
+    EXPECT_EQ(min.mask->param, 64) << json;
+    EXPECT_EQ(first_run(min).Lq, 1) << json;
+  }
+  EXPECT_EQ(tried, 5);
+}
+
 }  // namespace
 }  // namespace sdpa

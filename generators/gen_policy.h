@@ -17,9 +17,16 @@ namespace sdpa {
 template <typename T>
 using Weighted = std::vector<std::pair<T, double>>;
 
-/// Lengths on either side of the 32/64/128/256/512 tiles attention kernels use.
-inline const std::vector<int64_t> kTileEdgeLengths = {31,  32,  33,  63,  64,  65,  127, 128,
-                                                      129, 255, 256, 257, 511, 512, 513};
+/// Lengths on either side of the 32/64/128/256/512 tiles attention kernels
+/// use, and of two 512-key blocks (1024 + 1: a third kv block of one key).
+inline const std::vector<int64_t> kTileEdgeLengths = {31,  32,  33,  63,  64,  65,  127,  128,  129,
+                                                      255, 256, 257, 511, 512, 513, 1023, 1024, 1025};
+
+/// Key tiles of the kernels' online softmax: 64 keys (Triton's BLOCK_N),
+/// 512 keys (custom_sdpa's kv blocks). A mask that drops every key of one
+/// such tile of a row that keeps others makes a kernel skip or rescale
+/// past it (the "empty-tile" classes).
+inline const std::vector<int64_t> kKeyTiles = {64, 512};
 
 struct GenPolicy {
   enum class HeadLayout { mha, gqa, mqa };  // Hq == Hkv; Hq = g * Hkv (g >= 2); Hkv == 1
@@ -64,6 +71,18 @@ struct GenPolicy {
                                                       {LengthRelation::q_longer, 2}};
   double p_tile_edge_len = 0.1;
   std::vector<int64_t> tile_edges = kTileEdgeLengths;
+  /// Long lengths past the size cap: from RapidCheck size long_len_min_size
+  /// on, with p_long_len, the longer length of the relation (Lkv, Lq for
+  /// q_longer, both for equal), where it is static, is drawn again in
+  /// [1, long_len_max], one of long_tile_edges with p_long_tile_edge, and
+  /// taken where it is longer and every tensor still fits max_elements at
+  /// every runtime size (else the drawn lengths stay). Drawn apart from the
+  /// other lengths, it shrinks on its own: toward none, and toward 1.
+  double p_long_len = 0.0;
+  int long_len_min_size = 34;
+  int64_t long_len_max = 1025;
+  std::vector<int64_t> long_tile_edges = {511, 512, 513, 1023, 1024, 1025};
+  double p_long_tile_edge = 0.9;
 
   // Head dims.
   double p_head_dim_pow2 = 0.5;       // E (and a differing Ev) a power of two
@@ -79,8 +98,31 @@ struct GenPolicy {
       {MaskPattern::window, 2},   {MaskPattern::padding, 2}, {MaskPattern::full_row, 2}};
   Weighted<MaskFill> mask_fill_weights = {
       {MaskFill::neg_inf, 2}, {MaskFill::min, 1}, {MaskFill::neg_1e4, 1}};
-  /// Keep probability of the random and full-row patterns.
+  /// Keep probability of the random and full-row patterns, and of a block
+  /// of the block-sparse pattern.
   Weighted<double> mask_keep_weights = {{0.5, 2}, {0.9, 1}, {0.1, 1}};
+  /// Masks of batched serving: with p_serving_mask a drawn mask takes one of
+  /// serving_pattern_weights instead. Drawn apart from mask_pattern_weights
+  /// so that the other patterns' draws, and the seeds known to find them,
+  /// stay as they were; shrinks back to the drawn pattern. A serving mask
+  /// has the serving shape: the trailing dims of [batch..., 1, Lq, Lkv] at
+  /// the drawn rank (full for per-batch padding), one head for all, and for
+  /// a padding pattern Lq as 1 where the drawn mask dim is 1 ([B, 1, 1, Lkv]).
+  double p_serving_mask = 0.25;
+  Weighted<MaskPattern> serving_pattern_weights = {{MaskPattern::left_padding, 1},
+                                                   {MaskPattern::per_batch_padding, 1},
+                                                   {MaskPattern::block_sparse, 1}};
+  /// The keys left padding drops, and the most per-batch padding pads:
+  /// log-uniform up to the length cap (past it, to the longest long length,
+  /// where those are drawn), or with p_pad_tile_edge a tile edge, so that
+  /// whole tiles empty; cut to Lkv (left padding: Lkv - 1, keeping a key).
+  /// Drawn apart from Lkv, it shrinks alone.
+  double p_pad_tile_edge = 0.5;
+  /// Block-sparse blocks in the kernels' tiles: query rows (1: each row its
+  /// own; 32/64/256 custom_sdpa's q splits) by keys (64 Triton's BLOCK_N,
+  /// 512 custom_sdpa's kv blocks).
+  Weighted<int64_t> block_rows_weights = {{1, 2}, {32, 1}, {64, 1}, {256, 1}};
+  Weighted<int64_t> block_keys_weights = {{32, 1}, {64, 3}, {128, 1}, {256, 1}, {512, 3}};
   double p_mask_query_dtype = 0.5;  // an additive mask in the f16/bf16 query dtype, not f32
   double p_mask_full_rank = 0.5;    // rank batch+3; else log-uniform in [2, batch+3]
   double p_mask_dim_one = 0.3;      // each mask dim broadcast as 1
@@ -160,9 +202,13 @@ struct GenPolicy {
   /// [batch..., Hq, Lq, Lkv] on average over sizes 0..100 (lengths are
   /// log-uniform, so most cases are much smaller), tile edges up to 129.
   static GenPolicy defaults();
-  /// Long sequences, so that every tile edge up to 513 appears: max_len 720,
-  /// cut to 591 by max_elements at size 100, with at most 6 heads and one
-  /// batch dim of at most 2.
+  /// Long sequences, so that every tile edge up to 1025 appears: max_len
+  /// 720, cut to 418 by max_elements at size 100, with at most 6 heads and
+  /// one batch dim of at most 4; past the cap, long lengths to 1025
+  /// (p_long_len, mostly the kv block edges 511 to 513 and 1023 to 1025)
+  /// where the heads and batch leave room in max_elements (1025 x 1025
+  /// scores take B * Hq <= 3); masks in 4 calls of 7, four in five of them
+  /// serving masks (left and per-batch padding, block-sparse).
   static GenPolicy large();
 };
 

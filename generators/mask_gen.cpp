@@ -19,7 +19,7 @@ double weight_of(const GenPolicy& p, GenPolicy::MaskKind kind) {
 }  // namespace
 
 Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space, size_t max_batch_rank,
-                                 int64_t max_len) {
+                                 int64_t max_len, int64_t max_pad) {
   using K = AttentionDraw::Kind;
   using MK = GenPolicy::MaskKind;
   const double none = weight_of(p, MK::none), causal = std::clamp(p.p_causal, 0.0, 1.0);
@@ -42,8 +42,39 @@ Gen<AttentionDraw> gen_attention(const GenPolicy& p, const CaseSpace& space, siz
       gen::set(&AttentionDraw::rank, gen_size(2, full, {full}, p.p_mask_full_rank)),
       gen::set(&AttentionDraw::rank_one, gen_flag(p.p_mask_rank_one)),
       gen::set(&AttentionDraw::ones,
-               gen_each(std::vector<Gen<bool>>(max_batch_rank + 3, gen_flag(p.p_mask_dim_one)))));
+               gen_each(std::vector<Gen<bool>>(max_batch_rank + 3, gen_flag(p.p_mask_dim_one)))),
+      gen::set(&AttentionDraw::serving, gen_flag(space.masks ? p.p_serving_mask : 0.0)),
+      gen::set(&AttentionDraw::serving_pattern,
+               gen_weighted(p.serving_pattern_weights, "GenPolicy.serving_pattern_weights")),
+      gen::set(&AttentionDraw::pad, gen_size(0, max_pad, p.tile_edges, p.p_pad_tile_edge)),
+      gen::set(&AttentionDraw::block_rows,
+               gen_weighted(p.block_rows_weights, "GenPolicy.block_rows_weights")),
+      gen::set(&AttentionDraw::block_keys,
+               gen_weighted(p.block_keys_weights, "GenPolicy.block_keys_weights")));
 }
+
+namespace {
+
+bool is_padding(MaskPattern p) {
+  return p == MaskPattern::left_padding || p == MaskPattern::per_batch_padding;
+}
+
+// The serving shape: the trailing `rank` dims of [batch..., 1, Lq, Lkv]
+// (full rank for per-batch padding, whose lengths follow the batch), Lq as
+// 1 for a padding pattern where the draw broadcasts that dim.
+SymShape serving_shape(const AttentionDraw& d, const SymShape& scores, MaskPattern pattern, int64_t drawn_rank) {
+  const auto full = static_cast<int64_t>(scores.size());
+  const int64_t rank = pattern == MaskPattern::per_batch_padding ? full : drawn_rank;
+  SymShape shape(scores.end() - rank, scores.end());
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t dim = full - rank + i;  // the score dim mask dim i broadcasts to
+    if (dim == full - 3) shape[i] = 1;
+    if (dim == full - 2 && is_padding(pattern) && d.ones[i]) shape[i] = 1;
+  }
+  return shape;
+}
+
+}  // namespace
 
 void apply_attention(const AttentionDraw& d, Case& c, bool causal_only) {
   using K = AttentionDraw::Kind;
@@ -62,10 +93,14 @@ void apply_attention(const AttentionDraw& d, Case& c, bool causal_only) {
   const bool additive = d.kind == K::additive;
   const bool low_precision = c.dtype == DType::f16 || c.dtype == DType::bf16;
   m.dtype = !additive ? DType::b8 : d.query_dtype && low_precision ? c.dtype : DType::f32;
-  m.shape.assign(scores.end() - rank, scores.end());
-  for (int64_t i = 0; i < rank; ++i)
-    if (d.ones[i] && !(causal_only && i >= rank - 2)) m.shape[i] = 1;
-  m.pattern = causal_only ? MaskPattern::causal : d.pattern;
+  m.pattern = causal_only ? MaskPattern::causal : d.serving ? d.serving_pattern : d.pattern;
+  if (!causal_only && d.serving) {
+    m.shape = serving_shape(d, scores, m.pattern, rank);
+  } else {
+    m.shape.assign(scores.end() - rank, scores.end());
+    for (int64_t i = 0; i < rank; ++i)
+      if (d.ones[i] && !(causal_only && i >= rank - 2)) m.shape[i] = 1;
+  }
   switch (m.pattern) {
     case MaskPattern::random:
     case MaskPattern::full_row: m.param = d.keep; break;
@@ -73,6 +108,15 @@ void apply_attention(const AttentionDraw& d, Case& c, bool causal_only) {
       m.param = static_cast<double>(std::clamp<int64_t>(d.extent, 1, max_kv_len));
       break;
     case MaskPattern::padding: m.param = static_cast<double>(std::min(d.extent, max_kv_len)); break;
+    // Left padding keeps at least the last key (a fully padded row is
+    // per-batch padding's, and full-row's); a batch element may pad all.
+    case MaskPattern::left_padding: m.param = static_cast<double>(std::min(d.pad, max_kv_len - 1)); break;
+    case MaskPattern::per_batch_padding: m.param = static_cast<double>(std::min(d.pad, max_kv_len)); break;
+    case MaskPattern::block_sparse:
+      m.param = d.keep;
+      m.block_rows = d.block_rows;
+      m.block_keys = d.block_keys;
+      break;
     case MaskPattern::causal:
     case MaskPattern::keep_all: break;
   }

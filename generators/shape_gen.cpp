@@ -121,15 +121,30 @@ Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len) {
       [](R relation, int64_t a, int64_t b) {
         const int64_t longer = std::max<int64_t>(a, 2), shorter = 1 + (b - 1) % (longer - 1);
         switch (relation) {
-          case R::decode: return Lengths{1, a};
-          case R::equal: return Lengths{a, a};
-          case R::q_shorter: return Lengths{shorter, longer};
+          case R::decode: return Lengths{1, a, relation};
+          case R::equal: return Lengths{a, a, relation};
+          case R::q_shorter: return Lengths{shorter, longer, relation};
           case R::q_longer: break;
         }
-        return Lengths{longer, shorter};
+        return Lengths{longer, shorter, relation};
       },
       gen_weighted(relations, "GenPolicy.length_relation_weights"), gen_length(p, 1, max_len),
       gen_length(p, 1, max_len));
+}
+
+Gen<std::optional<int64_t>> gen_long_length(const GenPolicy& p, int size) {
+  using L = std::optional<int64_t>;
+  if (!(p.p_long_len > 0) || size < p.long_len_min_size) return gen::just(L());
+  return gen::apply([](bool on, int64_t len) { return on ? L(len) : L(); }, gen_flag(p.p_long_len),
+                    gen_size(1, std::max<int64_t>(1, p.long_len_max), p.long_tile_edges, p.p_long_tile_edge));
+}
+
+Lengths with_long_length(const Lengths& l, int64_t len) {
+  using R = GenPolicy::LengthRelation;
+  Lengths out = l;
+  if (l.relation != R::q_longer && len > l.Lkv) out.Lkv = len;
+  if ((l.relation == R::q_longer || l.relation == R::equal) && len > l.Lq) out.Lq = len;
+  return out;
 }
 
 }  // namespace sdpa

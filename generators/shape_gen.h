@@ -21,6 +21,7 @@ struct Heads {
 struct Lengths {
   int64_t Lq = 1;
   int64_t Lkv = 1;
+  GenPolicy::LengthRelation relation = GenPolicy::LengthRelation::decode;
 };
 
 struct HeadDims {
@@ -58,5 +59,15 @@ rc::Gen<std::optional<GenPolicy::EmptyDim>> gen_empty(const GenPolicy& p, const 
 /// Lq and Lkv in [1, max_len] in a relation of p.length_relation_weights,
 /// each possibly a tile edge. Shrinks toward Lq = 1 (decode) and Lkv = 1.
 rc::Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len);
+
+/// At `size` >= p.long_len_min_size, with p.p_long_len, a length in
+/// [1, p.long_len_max], one of p.long_tile_edges with p.p_long_tile_edge
+/// (gen_case applies it where it fits); shrinks toward none, and toward 1.
+rc::Gen<std::optional<int64_t>> gen_long_length(const GenPolicy& p, int size);
+
+/// Lengths `l` with the longer of its relation (Lkv for decode and
+/// q_shorter, Lq for q_longer, both for equal) set to `len`, where `len`
+/// is longer than what it replaces; else `l`.
+Lengths with_long_length(const Lengths& l, int64_t len);
 
 }  // namespace sdpa

@@ -34,6 +34,51 @@ TEST(DualOracle, OraclesAgreeOnVariedCases) {
   EXPECT_LE(max_rel, 1e-12);
 }
 
+// Both oracles agree on the masks of batched serving across the kernels'
+// tile edges: left padding, per-batch padding over one and two batch dims,
+// block-sparse blocks of every tile size, bool and additive with each fill.
+TEST(DualOracle, OraclesAgreeOnServingMasksAcrossTileEdges) {
+  const auto oracle = make_dual_oracle();
+  int runs = 0, fully_masked = 0;
+  for (uint64_t i = 0; i < 120; ++i) {
+    Case c = make_case(2, 1, 1 + static_cast<int64_t>(i % 3) * 4, (i % 4 == 0 ? 129 : i % 4 == 1 ? 65 : 33), 4, 3);
+    c.dtype = i % 5 == 0 ? DType::bf16 : i % 5 == 1 ? DType::f16 : DType::f32;
+    c.batch = i % 6 < 3 ? SymShape{2} : SymShape{2, 2};
+    const int64_t Lkv = c.kv_len.constant();
+    MaskSpec m;
+    m.dtype = i % 2 ? DType::b8 : i % 4 == 0 ? DType::f32 : c.dtype;
+    m.fill = i % 3 == 0 ? MaskFill::neg_inf : i % 3 == 1 ? MaskFill::min : MaskFill::neg_1e4;
+    m.shape = score_shape(c);
+    m.shape[m.shape.size() - 3] = 1;  // one head for all
+    switch (i % 3) {
+      case 0:
+        m.pattern = MaskPattern::left_padding;
+        m.param = static_cast<double>((i * 37) % static_cast<uint64_t>(Lkv + 1));
+        break;
+      case 1:
+        m.pattern = MaskPattern::per_batch_padding;
+        m.param = static_cast<double>(i % 2 ? Lkv : 64);
+        m.shape[m.shape.size() - 2] = 1;  // [B..., 1, 1, Lkv]
+        break;
+      default:
+        m.pattern = MaskPattern::block_sparse;
+        m.param = 0.5;
+        m.block_rows = i % 4 == 2 ? 1 : 2;
+        m.block_keys = i % 8 < 4 ? 32 : 64;
+    }
+    c.mask = m;
+    c.data.seed = i;
+    ASSERT_NO_THROW(validate_case(c)) << case_summary(c);
+    Golden g = oracle->golden(c, make_case_tensors(c, {}), {});
+    EXPECT_EQ(g.disagreement, "") << "case " << i << ": " << case_summary(c);
+    EXPECT_LE(g.oracle_max_rel_diff, 1e-12) << case_summary(c);
+    fully_masked += std::count(g.fully_masked.begin(), g.fully_masked.end(), 1) > 0;
+    ++runs;
+  }
+  EXPECT_EQ(runs, 120);
+  EXPECT_GT(fully_masked, 5);  // padding every key of some batch element or row
+}
+
 Golden perturbed_torch(const Case& c, const CaseTensors& t, const Assignment& at, int64_t index,
                        double delta) {
   Golden g = torch_golden(c, t, at);

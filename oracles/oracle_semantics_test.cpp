@@ -204,6 +204,54 @@ TEST_P(OracleSemantics, AdditiveNegInfMaskEqualsBoolMask) {
   EXPECT_NE(std::count(by_bool.fully_masked.begin(), by_bool.fully_masked.end(), 1), 0);
 }
 
+// Batch element b of q, k, v as a call of its own, keeping keys [from, to).
+CaseTensors keys_of_batch(const Case& c, const CaseTensors& t, int64_t b, int64_t from, int64_t to) {
+  const int64_t Lq = c.q_len.constant(), Lkv = c.kv_len.constant(), E = c.head_dim, Ev = c.value_dim;
+  CaseTensors out;
+  out.q = Tensor(c.dtype, {1, 1, Lq, E});
+  out.k = Tensor(c.dtype, {1, 1, to - from, E});
+  out.v = Tensor(c.dtype, {1, 1, to - from, Ev});
+  std::copy_n(t.q.data.begin() + b * Lq * E, Lq * E, out.q.data.begin());
+  std::copy_n(t.k.data.begin() + (b * Lkv + from) * E, (to - from) * E, out.k.data.begin());
+  std::copy_n(t.v.data.begin() + (b * Lkv + from) * Ev, (to - from) * Ev, out.v.data.begin());
+  return out;
+}
+
+// A padded batch element attends to its own valid keys only: the same as
+// the call on those keys alone. Pads of seed 7 under param 4: 4 and 2
+// (tensor_data_test), so element 0 keeps 2 keys and element 1 keeps 4.
+TEST_P(OracleSemantics, PerBatchPaddingAttendsToEachElementsOwnKeys) {
+  Case c = make_case(1, 1, 3, 6, 4, 3);
+  c.batch = {2};
+  c.mask = mask_spec(DType::b8, {2, 1, 1, 6}, MaskPattern::per_batch_padding, 4);
+  const CaseTensors t = make_case_tensors(c, {});
+  const Golden g = run(c, t);
+  const int64_t kept[] = {2, 4};
+  for (int64_t b = 0; b < 2; ++b) {
+    Case alone = make_case(1, 1, 3, kept[b], 4, 3);
+    alone.batch = {1};
+    const Golden want = run(alone, keys_of_batch(c, t, b, 0, kept[b]));
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t e = 0; e < 3; ++e)
+        EXPECT_NEAR(out_at(g, {b, 0, i, e}), out_at(want, {0, 0, i, e}), 1e-14) << b << " " << i << " " << e;
+  }
+}
+
+// Left padding p: every row attends to keys [p, Lkv) alone.
+TEST_P(OracleSemantics, LeftPaddingAttendsToTheKeysAfterThePadding) {
+  Case c = make_case(1, 1, 3, 7, 4, 3);
+  c.batch = {1};
+  c.mask = mask_spec(DType::f32, {1, 1, 1, 7}, MaskPattern::left_padding, 5, MaskFill::neg_inf);
+  const CaseTensors t = make_case_tensors(c, {});
+  const Golden g = run(c, t);
+  Case alone = make_case(1, 1, 3, 2, 4, 3);
+  alone.batch = {1};
+  const Golden want = run(alone, keys_of_batch(c, t, 0, 5, 7));
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t e = 0; e < 3; ++e) EXPECT_NEAR(out_at(g, {0, 0, i, e}), out_at(want, {0, 0, i, e}), 1e-14);
+  EXPECT_EQ(g.fully_masked, (std::vector<uint8_t>{0, 0, 0}));
+}
+
 TEST_P(OracleSemantics, BshdLayoutMeansTheSameCall) {
   Case c = make_case(3, 3, 4, 5, 6, 2);
   c.batch = {2};

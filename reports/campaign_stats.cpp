@@ -83,9 +83,11 @@ void CampaignStats::add(const std::string& target, const Case& c, const CaseResu
     lsb.resize(kLsbBuckets);
     ++lsb[lsb_bucket(a.error_lsb)];
   }
-  if (!r.decisions.empty())
-    for (const auto& cls : classify_(c))
-      for (const auto& d : r.decisions) ++t.guard[cls][d.deciding_rule];
+  const std::vector<std::string> classes = classify_ ? classify_(c) : std::vector<std::string>{};
+  for (const auto& cls : classes) {
+    ++t.coverage.classes[cls];
+    for (const auto& d : r.decisions) ++t.guard[cls][d.deciding_rule];
+  }
   ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
   ++t.coverage.lengths[{length_bucket(s.Lq), length_bucket(s.Lkv)}];
   ++t.coverage.head_layouts[head_layout(c)];
@@ -117,6 +119,7 @@ void coverage_fields(F&& field, C&... c) {
   field("mask_kinds", c.mask_kinds...);
   field("dtypes", c.dtypes...);
   field("data", c.data...);
+  field("classes", c.classes...);
 }
 
 template <class F, class... T>

@@ -52,6 +52,10 @@ struct Coverage {
   /// The data a case holds (data_kinds): "finite", "nan", "+inf", "-inf",
   /// "overflow", "huge", and "empty" for a zero-size dim at the first runtime size.
   std::map<std::string, int64_t> data;
+  /// Every boundary class of the classifier -> cases that hit it (a case
+  /// counts in each of its classes): "tile-edge:1025", "mask:block-sparse",
+  /// "empty-tile:64", "empty-tile:left-padding:513", ...
+  std::map<std::string, int64_t> classes;
 };
 
 struct TargetStats {

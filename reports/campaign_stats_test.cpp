@@ -178,6 +178,23 @@ TEST(CampaignStats, GuardDecisionsByClassAndDecidingRule) {
   }
 }
 
+TEST(Coverage, EveryClassOfEveryCaseIsCountedWithOrWithoutDecisions) {
+  CampaignStats stats = stats_with({"mask:block-sparse", "empty-tile:block-sparse:1025"});
+  CaseResult kept;
+  kept.decisions = {decided("mask-shape")};
+  stats.add("aten", lengths(1, 1025), CaseResult{});
+  stats.add("aten", lengths(1, 1025), kept);
+  const Coverage& c = stats.targets().at("aten").coverage;
+  EXPECT_EQ(c.classes.at("mask:block-sparse"), 2);
+  EXPECT_EQ(c.classes.at("empty-tile:block-sparse:1025"), 2);
+  const nlohmann::json j = stats.to_json().at("aten").at("coverage").at("classes");
+  EXPECT_EQ(j.at("empty-tile:block-sparse:1025"), 2);
+  // Statistics written before the field read as no classes.
+  nlohmann::json old = stats.to_json().at("aten");
+  old["coverage"].erase("classes");
+  EXPECT_TRUE(target_stats_from_json(old, "old run.json").coverage.classes.empty());
+}
+
 TEST(CampaignStats, CollectorFeedsItsTarget) {
   CampaignStats stats = stats_with({});
   auto hook = stats.collector("aten");

@@ -97,5 +97,29 @@ TEST(HtmlReport, PlotsTheCollectedCounts) {
   EXPECT_NE(page.find("<td>Lq=1</td><td class=\"n\">1</td>"), std::string::npos);  // the guard table row
 }
 
+TEST(HtmlReport, CoverageShowsTheMasksThatEmptyWholeTilesByPatternAndEdge) {
+  Campaign k;
+  k.runs.push_back(TargetRun{});
+  k.runs.back().target = "llm";
+  CampaignStats stats([](const Case&) {
+    return std::vector<std::string>{"mask:block-sparse", "empty-tile:64", "empty-tile:block-sparse:1025",
+                                    "empty-tile:left-padding:513"};
+  });
+  stats.add("llm", Case{}, CaseResult{});
+  stats.add("llm", Case{}, CaseResult{});
+  const std::string page = html_report(RunSettings{}, k.runs, stats);
+  const size_t at = page.find("<section id=\"coverage\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string section = page.substr(at, page.find("</section>", at) - at);
+  EXPECT_NE(section.find("<title>mask:block-sparse: 2</title>"), std::string::npos) << section;
+  EXPECT_NE(section.find("<title>mask:left-padding: 0</title>"), std::string::npos) << section;  // a gap shows
+  EXPECT_NE(section.find("<th class=\"rule\">Lkv 513</th><th class=\"rule\">Lkv 1025</th>"), std::string::npos)
+      << section;
+  EXPECT_NE(section.find("<tr><td>block-sparse</td><td class=\"n\"></td><td class=\"n\">2</td></tr>"),
+            std::string::npos) << section;
+  EXPECT_NE(section.find("<tr><td>left-padding</td><td class=\"n\">2</td><td class=\"n\"></td></tr>"),
+            std::string::npos) << section;
+}
+
 }  // namespace
 }  // namespace sdpa

@@ -1,6 +1,7 @@
 #include "reports/html_sections.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -80,6 +81,38 @@ std::string category_chart(const std::map<std::string, int64_t>& counts, const s
     bars.push_back({k, it == counts.end() ? 0 : it->second, "#4c78a8"});
   }
   return svg_bar_chart(bars);
+}
+
+// Cases whose mask empties a whole key tile of a row that keeps other keys,
+// by mask pattern and Lkv at a tile edge: the "empty-tile:PATTERN:LKV" classes.
+std::string empty_tile_table(const Coverage& c) {
+  const std::string prefix = "empty-tile:";
+  std::map<std::string, std::map<int64_t, int64_t>> cells;
+  std::set<int64_t> edges;
+  for (const auto& [cls, n] : c.classes) {
+    if (cls.rfind(prefix, 0) != 0) continue;
+    const size_t colon = cls.rfind(':');
+    if (colon < prefix.size()) continue;  // "empty-tile:64": no pattern
+    const std::string pattern = cls.substr(prefix.size(), colon - prefix.size());
+    const int64_t edge = std::stoll(cls.substr(colon + 1));
+    cells[pattern][edge] = n;
+    edges.insert(edge);
+  }
+  if (cells.empty()) return "<p>No mask emptied a whole key tile at a tile-edge Lkv.</p>\n";
+  std::ostringstream o;
+  o << "<table class=\"guard\">\n<tr><th>mask pattern</th>";
+  for (int64_t e : edges) o << "<th class=\"rule\">Lkv " << e << "</th>";
+  o << "</tr>\n";
+  for (const auto& [pattern, by_edge] : cells) {
+    o << "<tr><td>" << xml_escape(pattern) << "</td>";
+    for (int64_t e : edges) {
+      auto it = by_edge.find(e);
+      o << "<td class=\"n\">" << (it == by_edge.end() ? std::string() : std::to_string(it->second)) << "</td>";
+    }
+    o << "</tr>\n";
+  }
+  o << "</table>\n";
+  return o.str();
 }
 
 }  // namespace
@@ -208,7 +241,10 @@ std::string coverage_section(const std::vector<TargetRun>& runs, const CampaignS
   o << "<section id=\"coverage\">\n<h2>Coverage of the case space</h2>\n"
     << "<p class=\"note\">Lq against Lkv in log2 buckets at each case's first runtime size; head layouts (MHA "
        "Hq = Hkv, GQA, MQA Hkv = 1); mask kinds (a causal call with an attn_mask counts under both); dtypes; data (finite, the special "
-       "values written into q, k, v or a mask, and empty: a zero-size dim; a case may count twice).</p>\n";
+       "values written into q, k, v or a mask, and empty: a zero-size dim; a case may count twice); masks (what the "
+       "mask keeps at some runtime size: a left padding that drops some keys, per-batch padding whose batch elements "
+       "differ in length, block-sparse rows that keep some blocks, a row with every key dropped, and a row that keeps "
+       "keys but drops every key of one 64- or 512-key tile, which a tiled kernel skips or rescales past).</p>\n";
   std::vector<std::string> dtypes;
   for (DType d : {DType::f64, DType::f32, DType::f16, DType::bf16}) dtypes.push_back(dtype_name(d));
   for (const auto& r : runs) {
@@ -222,7 +258,14 @@ std::string coverage_section(const std::vector<TargetRun>& runs, const CampaignS
       << "<figure><figcaption>dtypes</figcaption>" << category_chart(c.dtypes, dtypes) << "</figure>\n"
       << "<figure><figcaption>data</figcaption>"
       << category_chart(c.data, {"finite", "nan", "+inf", "-inf", "overflow", "huge", "empty"}) << "</figure>\n"
-      << "</div>\n</div>\n";
+      << "<figure><figcaption>masks</figcaption>"
+      << category_chart(c.classes, {"mask:left-padding", "mask:per-batch-padding", "mask:block-sparse",
+                                    "mask:fully-masked-row", "empty-tile:64", "empty-tile:512"})
+      << "</figure>\n"
+      << "</div>\n</div>\n"
+      << "<h4>Masks that empty a whole key tile (64 or 512 keys) of a row that keeps others, by pattern and "
+         "Lkv at a tile edge</h4>\n"
+      << empty_tile_table(c);
   }
   o << "</section>\n";
   return o.str();

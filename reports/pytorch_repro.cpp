@@ -117,7 +117,12 @@ def make_input(name, batch, heads, length, dim):
     return t.transpose(-3, -2).contiguous() if LAYOUT == "bshd" else t
 
 
-def mask_keeps(flat, i, j):
+def mask_keeps(flat, shape):
+    # Element flat of the mask: row i, key j, its slice over the dims before the last two,
+    # its batch element over the dims before the last three.
+    cols, rows = shape[-1], (shape[-2] if len(shape) >= 2 else 1)
+    heads = shape[-3] if len(shape) >= 3 else 1
+    j, i, slice_ = flat % cols, (flat // cols) % rows, flat // (rows * cols)
     if MASK_PATTERN in ("random", "full-row"):
         return uniform01(SEED, "mask", flat) < MASK_PARAM
     if MASK_PATTERN == "causal":
@@ -126,6 +131,16 @@ def mask_keeps(flat, i, j):
         return i - int(MASK_PARAM) < j <= i
     if MASK_PATTERN == "padding":
         return j < int(MASK_PARAM)
+    if MASK_PATTERN == "left-padding":
+        return j >= int(MASK_PARAM)
+    if MASK_PATTERN == "per-batch-padding":  # batch element b pads bits % (param + 1) trailing keys
+        pad = bits(SEED, "mask_lengths", slice_ // heads) % (int(MASK_PARAM) + 1)
+        return j < max(0, cols - pad)
+    if MASK_PATTERN == "block-sparse":  # whole blocks of MASK_BLOCK = (rows, keys)
+        block_rows, block_keys = MASK_BLOCK
+        row_blocks, key_blocks = -(-rows // block_rows), -(-cols // block_keys)
+        block = (slice_ * row_blocks + i // block_rows) * key_blocks + j // block_keys
+        return uniform01(SEED, "mask_blocks", block) < MASK_PARAM
     return True  # "keep-all"
 
 
@@ -142,8 +157,7 @@ def make_mask(shape):
     rows, cols = (shape[-2] if len(shape) >= 2 else 1), shape[-1]
     # full-row: one row, the same in every leading slice, drops every key.
     empty_row = bits(SEED, "mask_row", 0) % rows if MASK_PATTERN == "full-row" else -1
-    kept = [(flat // cols) % rows != empty_row and mask_keeps(flat, (flat // cols) % rows, flat % cols)
-            for flat in range(math.prod(shape))]
+    kept = [(flat // cols) % rows != empty_row and mask_keeps(flat, shape) for flat in range(math.prod(shape))]
     if MASK_DTYPE == torch.bool:
         return torch.tensor(kept, dtype=torch.bool).reshape(shape)
     dropped = mask_dropped_value()
@@ -364,9 +378,14 @@ void write_case_constants(std::ostream& o, const Case& c) {
     o << "MASK_DTYPE = " << py_dtype(c.mask->dtype) << "\n"
       << "MASK_PATTERN = " << py_str(pattern_name(c.mask->pattern)) << "\n"
       << "MASK_PARAM = " << py_float(c.mask->param) << "\n"
-      << "MASK_FILL = " << py_str(fill_name(c.mask->fill)) << "  # of a dropped position, additive masks\n";
+      << "MASK_FILL = " << py_str(fill_name(c.mask->fill)) << "  # of a dropped position, additive masks\n"
+      << "MASK_BLOCK = ";
+    if (c.mask->pattern == MaskPattern::block_sparse)
+      o << "(" << c.mask->block_rows << ", " << c.mask->block_keys << ")  # block-sparse: query rows, keys\n";
+    else
+      o << "None  # block-sparse only\n";
   } else {
-    o << "MASK_DTYPE = MASK_PATTERN = MASK_PARAM = MASK_FILL = None  # no mask\n";
+    o << "MASK_DTYPE = MASK_PATTERN = MASK_PARAM = MASK_FILL = MASK_BLOCK = None  # no mask\n";
   }
 }
 

@@ -160,6 +160,17 @@ INSTANTIATE_TEST_SUITE_P(
         R"({"kv_len": "s0", "symbols": {"s0": {"hint": 5, "min": 1, "max": 8}},
             "runtime": [{"s0": 2}, {"s0": 7}], "data": {"distribution": "uniform", "magnitude": 2.0},
             "mask": {"dtype": "f32", "shape": [3, "s0"], "pattern": "window", "param": 1, "fill": "-inf"}})",
+        // Serving masks: left padding, per-batch lengths over one and two batch dims, blocks with
+        // partial edges (a symbolic Lkv moves them).
+        R"({"mask": {"dtype": "bool", "shape": [3, 5], "pattern": "left-padding", "param": 2, "fill": "-inf"}})",
+        R"({"mask": {"dtype": "f32", "shape": [2, 1, 1, 5], "pattern": "per-batch-padding", "param": 4, "fill": "-inf"}})",
+        R"({"batch": [2, 2], "mask": {"dtype": "bf16", "shape": [2, 2, 1, 3, 5], "pattern": "per-batch-padding",
+            "param": 5, "fill": "min"}, "dtype": "bf16"})",
+        R"({"mask": {"dtype": "bool", "shape": [2, 2, 3, 5], "pattern": "block-sparse", "param": 0.5, "fill": "-inf",
+            "block_rows": 2, "block_keys": 2}})",
+        R"({"kv_len": "s0", "symbols": {"s0": {"hint": 5, "min": 1, "max": 9}}, "runtime": [{"s0": 9}, {"s0": 3}],
+            "mask": {"dtype": "f32", "shape": [1, 3, "s0"], "pattern": "block-sparse", "param": 0.6, "fill": "-1e4",
+            "block_rows": 1, "block_keys": 4}})",
         R"({"dtype": "f16", "data": {"seed": 119}})",
         R"({"dtype": "bf16", "layout": "bshd", "data": {"seed": 654}})"));
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness/ir/interpreter.h"
@@ -237,6 +238,34 @@ TEST(CustomSdpa, ASkippedBlockStillMultipliesZeroIntoV) {
   c.v.data[3] = INFINITY;
   EXPECT_TRUE(std::isnan(run(c).data[0]));
   EXPECT_TRUE(std::isnan(run(c, Numerics::exact).data[0]));
+}
+
+// The masks of batched serving empty whole kv blocks: a left padding over
+// block 0 skips it (m_new = -inf: max and sum stay, P @ V adds 0 * V), a
+// right padding over block 1 meets a finite row max (p = 0, the rescale
+// exp(0) = 1). Either way the rows equal the call on the live block's keys
+// alone, bit for bit (f32 and bf16, -inf and lowest-f32 fills).
+TEST(CustomSdpa, AKvBlockTheMaskEmptiesLeavesTheOtherBlocksResult) {
+  const int64_t Lq = 3, block = 512;
+  auto qv = [](int64_t s, int64_t, int64_t d) { return std::sin(0.7 * s + d); };
+  auto kv = [](int64_t s, int64_t, int64_t d) { return std::cos(0.05 * s - d); };
+  auto vv = [](int64_t s, int64_t, int64_t d) { return 0.01 * s - 0.3 * d; };
+  for (DType t : {DType::f32, DType::bf16})
+    for (double fill : {-static_cast<double>(INFINITY), lowest(DType::f32)})
+      for (bool left : {true, false}) {
+        Call whole{bshd(t, Lq, 1, 2, qv), bshd(t, 2 * block, 1, 2, kv), bshd(t, 2 * block, 1, 2, vv)};
+        Tensor mask(DType::f32, {Lq, 2 * block});
+        for (int64_t i = 0; i < Lq; ++i)
+          for (int64_t j = 0; j < 2 * block; ++j) mask.data[i * 2 * block + j] = (j < block) == left ? fill : 0.0;
+        whole.mask = mask;
+        Call live{whole.q, Tensor(t, {1, block, 1, 2}), Tensor(t, {1, block, 1, 2}), Tensor(DType::f32, {Lq, block})};
+        const int64_t from = left ? block : 0;
+        std::copy_n(whole.k.data.begin() + from * 2, block * 2, live.k.data.begin());
+        std::copy_n(whole.v.data.begin() + from * 2, block * 2, live.v.data.begin());
+        for (Numerics n : {Numerics::emulated, Numerics::exact})
+          EXPECT_EQ(run(whole, n).data, run(live, n).data)
+              << dtype_name(t) << " fill " << fill << (left ? " left" : " right") << " padding";
+      }
 }
 
 TEST(CustomSdpa, AnInfScoreGivesNanAsInAten) {

@@ -82,6 +82,8 @@ TEST(LlmEdgeData, TheUpstreamNanDroppingRowMaxIsFoundAndShrunk) {
   p.p_empty = 0;
   p.max_heads = 1;
   p.max_head_dim = 1;
+  p.max_batch = 2;
+  p.p_long_len = 0;  // the lengths of the regular draw, whose shrinking the test follows
   p.special_count_weights = {{1, 1}};
   // Lengths reach 513 from RapidCheck size 72 (the cap scales with size).
   TargetRun r = fixture().campaign({{"guard", "upstream"}}, p, 200, 20261201, nullptr, 1);

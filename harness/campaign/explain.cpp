@@ -350,8 +350,11 @@ std::string describe_case(const Case& c) {
   }
   if (c.mask)
     o << "  mask: " << dtype_name(c.mask->dtype) << shape_str(c.mask->shape) << ", pattern "
-      << pattern_name(c.mask->pattern) << " (param " << c.mask->param << ")"
-      << (c.mask->dtype == DType::b8 ? ", false drops" : std::string(", fill ") + fill_name(c.mask->fill)) << "\n";
+      << pattern_name(c.mask->pattern) << " (param " << c.mask->param
+      << (c.mask->pattern == MaskPattern::block_sparse
+              ? ", blocks of " + std::to_string(c.mask->block_rows) + " rows x " + std::to_string(c.mask->block_keys) + " keys"
+              : std::string())
+      << ")" << (c.mask->dtype == DType::b8 ? ", false drops" : std::string(", fill ") + fill_name(c.mask->fill)) << "\n";
   else
     o << "  no mask"
       << (c.is_causal ? std::string(", is_causal (") + alignment_name(c.causal_alignment) + ")" : "") << "\n";

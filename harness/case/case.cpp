@@ -24,7 +24,9 @@ const std::pair<Layout, const char*> kLayouts[] = {{Layout::bhsd, "bhsd"}, {Layo
 const std::pair<MaskPattern, const char*> kPatterns[] = {
     {MaskPattern::random, "random"},   {MaskPattern::causal, "causal"},
     {MaskPattern::window, "window"},   {MaskPattern::padding, "padding"},
-    {MaskPattern::full_row, "full-row"}, {MaskPattern::keep_all, "keep-all"}};
+    {MaskPattern::full_row, "full-row"}, {MaskPattern::keep_all, "keep-all"},
+    {MaskPattern::left_padding, "left-padding"}, {MaskPattern::per_batch_padding, "per-batch-padding"},
+    {MaskPattern::block_sparse, "block-sparse"}};
 const std::pair<MaskFill, const char*> kFills[] = {
     {MaskFill::neg_inf, "-inf"}, {MaskFill::min, "min"}, {MaskFill::neg_1e4, "-1e4"}};
 const std::pair<Distribution, const char*> kDistributions[] = {
@@ -146,6 +148,8 @@ std::string case_summary(const Case& c) {
   if (c.mask)
     o << " mask=" << dtype_name(c.mask->dtype) << shape_str(c.mask->shape) << ":"
       << pattern_name(c.mask->pattern);
+  if (c.mask && c.mask->pattern == MaskPattern::block_sparse)
+    o << "(" << c.mask->block_rows << "x" << c.mask->block_keys << ")";
   o << " data=" << distribution_name(c.data.distribution);
   if (const auto& sp = c.data.special)
     o << "+" << special_value_name(sp->value) << ":" << sp->tensor << ":" << special_place_name(sp->place)

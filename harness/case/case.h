@@ -13,7 +13,12 @@
 namespace sdpa {
 
 enum class Layout { bhsd, bshd };
-enum class MaskPattern { random, causal, window, padding, full_row, keep_all };
+/// What a mask keeps (README, "Tensor data"). The last three are the masks
+/// of batched serving: left padding, per-batch padding lengths, block-sparse rows.
+enum class MaskPattern {
+  random, causal, window, padding, full_row, keep_all,
+  left_padding, per_batch_padding, block_sparse
+};
 enum class MaskFill { neg_inf, min, neg_1e4 };
 enum class Distribution { normal, uniform, integers, large };
 /// A non-finite or range-edge value written over drawn data: NaN, +inf,
@@ -50,8 +55,16 @@ struct MaskSpec {
   DType dtype = DType::b8;  // b8, f32, f16 or bf16
   SymShape shape;           // broadcastable to [batch..., Hq, Lq, Lkv]
   MaskPattern pattern = MaskPattern::keep_all;
-  double param = 0.0;       // keep probability, window width or kept keys
+  /// random, full-row, block-sparse: keep probability (of an element, of a
+  /// block); window: width; padding: kept leading keys; left-padding:
+  /// dropped leading keys; per-batch-padding: most trailing keys a batch
+  /// element pads.
+  double param = 0.0;
   MaskFill fill = MaskFill::neg_inf;  // additive masks only
+  /// block-sparse only: a block is block_rows query rows by block_keys keys,
+  /// kept or dropped whole; 0 for every other pattern.
+  int64_t block_rows = 0;
+  int64_t block_keys = 0;
 };
 
 /// Special values written into one tensor after its data is drawn

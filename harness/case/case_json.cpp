@@ -49,8 +49,14 @@ T enum_field(JsonObject& o, const std::string& key, Parse parse, const char* exp
 }
 
 json mask_to_json(const MaskSpec& m) {
-  return {{"dtype", dtype_name(m.dtype)}, {"shape", shape_to_json(m.shape)},
-          {"pattern", pattern_name(m.pattern)}, {"param", m.param}, {"fill", fill_name(m.fill)}};
+  json j = {{"dtype", dtype_name(m.dtype)}, {"shape", shape_to_json(m.shape)},
+            {"pattern", pattern_name(m.pattern)}, {"param", m.param}, {"fill", fill_name(m.fill)}};
+  // Only block-sparse has a block, so every other mask keeps its bytes.
+  if (m.pattern == MaskPattern::block_sparse) {
+    j["block_rows"] = m.block_rows;
+    j["block_keys"] = m.block_keys;
+  }
+  return j;
 }
 
 MaskSpec mask_from_json(JsonObject o) {
@@ -61,10 +67,19 @@ MaskSpec mask_from_json(JsonObject o) {
     o.fail("dtype", std::string("expected one of bool, f32, f16, bf16, got \"") +
                         dtype_name(m.dtype) + "\"");
   m.shape = shape_from_json(o.require("shape"), o.field("shape"));
-  m.pattern = enum_field<MaskPattern>(o, "pattern", parse_pattern,
-                                      "random, causal, window, padding, full-row, keep-all");
+  m.pattern = enum_field<MaskPattern>(
+      o, "pattern", parse_pattern,
+      "random, causal, window, padding, full-row, keep-all, left-padding, per-batch-padding, block-sparse");
   if (o.find("param")) m.param = o.number("param");
   if (o.find("fill")) m.fill = enum_field<MaskFill>(o, "fill", parse_fill, "-inf, min, -1e4");
+  const bool blocks = m.pattern == MaskPattern::block_sparse;
+  for (const char* key : {"block_rows", "block_keys"}) {
+    if (!blocks) {
+      if (o.find(key)) o.fail(key, "only a block-sparse mask has blocks");
+      continue;
+    }
+    (std::string(key) == "block_rows" ? m.block_rows : m.block_keys) = o.integer(key);
+  }
   o.reject_unknown();
   return m;
 }

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "harness/case/case_validate.h"
 #include "harness/io/json_reader.h"
 
@@ -48,6 +52,78 @@ TEST(CaseJson, MaskRoundTrips) {
   ASSERT_TRUE(c.mask);
   EXPECT_EQ(c.mask->pattern, MaskPattern::window);
   EXPECT_EQ(case_to_json(case_from_json(case_to_json(c))), case_to_json(c));
+}
+
+TEST(CaseJson, ServingMasksRoundTripWithTheirBlocks) {
+  nlohmann::json j = example_case();
+  j["batch"] = {2};
+  j["mask"] = {{"dtype", "bool"}, {"shape", {2, 1, 1, "s0"}}, {"pattern", "per-batch-padding"},
+               {"param", 3}, {"fill", "-inf"}};
+  Case c = case_from_json(j);
+  validate_case(c);
+  EXPECT_EQ(c.mask->pattern, MaskPattern::per_batch_padding);
+  EXPECT_EQ(c.mask->param, 3);
+  EXPECT_EQ(case_to_json(case_from_json(case_to_json(c))), case_to_json(c));
+  EXPECT_FALSE(case_to_json(c)["mask"].contains("block_rows"));
+  j["mask"]["pattern"] = "left-padding";
+  EXPECT_EQ(case_from_json(j).mask->pattern, MaskPattern::left_padding);
+  j["mask"]["pattern"] = "block-sparse";
+  j["mask"]["param"] = 0.5;
+  j["mask"]["block_rows"] = 32;
+  j["mask"]["block_keys"] = 512;
+  c = case_from_json(j);
+  validate_case(c);
+  EXPECT_EQ(c.mask->block_rows, 32);
+  EXPECT_EQ(c.mask->block_keys, 512);
+  EXPECT_EQ(case_to_json(c)["mask"]["block_keys"], 512);
+  EXPECT_EQ(case_to_json(case_from_json(case_to_json(c))), case_to_json(c));
+}
+
+TEST(CaseJson, ServingMaskFieldsAreCheckedAndNamed) {
+  nlohmann::json j = example_case();
+  j["mask"] = {{"dtype", "bool"}, {"shape", {3, "s0"}}, {"pattern", "block-sparse"}, {"param", 0.5},
+               {"fill", "-inf"}, {"block_rows", 1}};
+  EXPECT_NE(error_of(j).find("case.mask.block_keys"), std::string::npos) << error_of(j);
+  j["mask"]["block_keys"] = 0;
+  EXPECT_NE(error_of(j).find("case.mask.block_keys: expected a positive integer, got 0"), std::string::npos)
+      << error_of(j);
+  j["mask"]["block_keys"] = 64;
+  j["mask"]["param"] = 2;
+  EXPECT_NE(error_of(j).find("case.mask.param: the keep probability must be in [0, 1]"), std::string::npos);
+  j["mask"]["pattern"] = "left-padding";
+  EXPECT_NE(error_of(j).find("case.mask.block_rows: only a block-sparse mask has blocks"), std::string::npos)
+      << error_of(j);
+  j["mask"].erase("block_rows");
+  j["mask"].erase("block_keys");
+  j["mask"]["param"] = 1.5;
+  EXPECT_NE(error_of(j).find("case.mask.param: the number of dropped leading keys must be an integer"),
+            std::string::npos) << error_of(j);
+  j["mask"]["pattern"] = "per-batch-padding";
+  j["mask"]["param"] = -1;
+  EXPECT_NE(error_of(j).find("case.mask.param: the most padded keys of a batch element must be an integer"),
+            std::string::npos) << error_of(j);
+  j["mask"]["pattern"] = "striped";
+  EXPECT_NE(error_of(j).find("left-padding, per-batch-padding, block-sparse"), std::string::npos) << error_of(j);
+}
+
+// Files written before the serving patterns existed read as they did and
+// are written back with the same mask fields and values (a hand-written
+// integer param 2 reads back as 2.0): every mask of the corpus.
+TEST(CaseJson, OlderCorpusMasksWriteBackUnchanged) {
+  const char* root = std::getenv("SDPACHECK_SOURCE_DIR");
+  ASSERT_NE(root, nullptr);
+  int masks = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(root) + "/corpus")) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    const nlohmann::json file = nlohmann::json::parse(in);
+    const nlohmann::json& mask = file.at("case").at("mask");
+    if (mask.is_null()) continue;
+    ++masks;
+    const Case c = case_from_json(file.at("case"));
+    EXPECT_EQ(case_to_json(c)["mask"], mask) << entry.path();
+  }
+  EXPECT_GT(masks, 20);
 }
 
 TEST(CaseJson, SpecialDataRoundTripsAndBadFieldsAreNamed) {

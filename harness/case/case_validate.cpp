@@ -146,9 +146,23 @@ class Validator {
     if (m.shape.empty() || m.shape.size() > rank)
       fail("mask.shape", "expected 1 to " + std::to_string(rank) + " sizes, got " +
                              std::to_string(m.shape.size()));
-    bool probability = m.pattern == MaskPattern::random || m.pattern == MaskPattern::full_row;
+    using P = MaskPattern;
+    bool probability = m.pattern == P::random || m.pattern == P::full_row || m.pattern == P::block_sparse;
     if (probability && !(m.param >= 0.0 && m.param <= 1.0))
       fail("mask.param", "the keep probability must be in [0, 1]");
+    const bool whole = m.param >= 0.0 && m.param == std::floor(m.param) && m.param <= limits_.max_dim;
+    if (m.pattern == P::left_padding && !whole)
+      fail("mask.param", "the number of dropped leading keys must be an integer in [0, " +
+                             std::to_string(limits_.max_dim) + "]");
+    if (m.pattern == P::per_batch_padding && !whole)
+      fail("mask.param", "the most padded keys of a batch element must be an integer in [0, " +
+                             std::to_string(limits_.max_dim) + "]");
+    if (m.pattern == P::block_sparse) {
+      check_positive(m.block_rows, "mask.block_rows");
+      check_positive(m.block_keys, "mask.block_keys");
+    } else if (m.block_rows != 0 || m.block_keys != 0) {
+      fail("mask.block_rows", "only a block-sparse mask has blocks");
+    }
     if (m.pattern == MaskPattern::window && !(m.param >= 1.0 && m.param == std::floor(m.param)))
       fail("mask.param", "the window width must be an integer >= 1");
     if (m.pattern == MaskPattern::padding && !(m.param >= 0.0 && m.param == std::floor(m.param)))

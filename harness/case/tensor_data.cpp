@@ -108,18 +108,66 @@ Tensor swap_heads_and_seq(const Tensor& t) {
 
 namespace {
 
-bool pattern_keeps(const MaskSpec& m, const CounterStream& s, uint64_t flat, int64_t i,
-                   int64_t j) {
-  switch (m.pattern) {
-    case MaskPattern::random:
-    case MaskPattern::full_row: return s.uniform01(flat) < m.param;
-    case MaskPattern::causal: return j <= i;
-    case MaskPattern::window: return j <= i && j > i - static_cast<int64_t>(m.param);
-    case MaskPattern::padding: return j < static_cast<int64_t>(m.param);
-    case MaskPattern::keep_all: return true;
+// Where element `flat` of a mask of `shape` sits: query row i, key j, the
+// slice over every dim before the last two, and the batch element over
+// every dim before the last three (the dims a mask shares with the batch).
+struct MaskIndex {
+  int64_t cols, rows, slice_size, batch_size;
+  explicit MaskIndex(const Shape& shape)
+      : cols(shape.back()),
+        rows(shape.size() >= 2 ? shape[shape.size() - 2] : 1),
+        slice_size(cols * rows),
+        batch_size(slice_size * (shape.size() >= 3 ? shape[shape.size() - 3] : 1)) {}
+};
+
+// The rule of one pattern, for the whole mask at once: each needs its own
+// few streams, drawn once per row, block or batch element.
+class PatternRule {
+ public:
+  PatternRule(const Case& c, const Shape& shape)
+      : m_(*c.mask), at_(shape), elements_(c.data.seed, "mask"), blocks_(c.data.seed, "mask_blocks"),
+        lengths_(c.data.seed, "mask_lengths") {
+    if (m_.pattern == MaskPattern::block_sparse) {
+      row_blocks_ = (at_.rows + m_.block_rows - 1) / m_.block_rows;
+      key_blocks_ = (at_.cols + m_.block_keys - 1) / m_.block_keys;
+    }
   }
-  return true;
-}
+
+  bool keeps(int64_t flat) const {
+    const int64_t j = flat % at_.cols, i = (flat / at_.cols) % at_.rows;
+    const auto p = static_cast<int64_t>(m_.param);
+    switch (m_.pattern) {
+      case MaskPattern::random:
+      case MaskPattern::full_row: return elements_.uniform01(static_cast<uint64_t>(flat)) < m_.param;
+      case MaskPattern::causal: return j <= i;
+      case MaskPattern::window: return j <= i && j > i - p;
+      case MaskPattern::padding: return j < p;
+      case MaskPattern::keep_all: return true;
+      case MaskPattern::left_padding: return j >= p;
+      case MaskPattern::per_batch_padding: return j < valid_length(flat / at_.batch_size);
+      case MaskPattern::block_sparse: {
+        const int64_t slice = flat / at_.slice_size;
+        const int64_t block = (slice * row_blocks_ + i / m_.block_rows) * key_blocks_ + j / m_.block_keys;
+        return blocks_.uniform01(static_cast<uint64_t>(block)) < m_.param;
+      }
+    }
+    return true;
+  }
+
+ private:
+  // Batch element b pads bits(seed, "mask_lengths", b) % (param + 1)
+  // trailing keys: its valid length is what is left of the mask's keys.
+  int64_t valid_length(int64_t b) const {
+    const auto pad = static_cast<int64_t>(lengths_.bits(static_cast<uint64_t>(b)) %
+                                          (static_cast<uint64_t>(m_.param) + 1));
+    return std::max<int64_t>(0, at_.cols - pad);
+  }
+
+  const MaskSpec& m_;
+  MaskIndex at_;
+  CounterStream elements_, blocks_, lengths_;
+  int64_t row_blocks_ = 1, key_blocks_ = 1;
+};
 
 double dropped_value(const MaskSpec& m) {
   switch (m.fill) {
@@ -132,26 +180,33 @@ double dropped_value(const MaskSpec& m) {
 
 }  // namespace
 
+std::vector<bool> mask_keeps(const Case& c, const Shape& shape) {
+  const MaskSpec& m = *c.mask;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<bool> keep(static_cast<size_t>(n), false);
+  if (n == 0) return keep;
+  const MaskIndex at(shape);
+  const PatternRule rule(c, shape);
+  // full-row: one row (the same in every leading slice) drops every key.
+  const int64_t empty_row = m.pattern == MaskPattern::full_row
+                                ? static_cast<int64_t>(CounterStream(c.data.seed, "mask_row").bits(0) %
+                                                       static_cast<uint64_t>(at.rows))
+                                : -1;
+  for (int64_t flat = 0; flat < n; ++flat)
+    keep[static_cast<size_t>(flat)] = (flat / at.cols) % at.rows != empty_row && rule.keeps(flat);
+  return keep;
+}
+
 Tensor make_mask(const Case& c, const Shape& shape) {
   const MaskSpec& m = *c.mask;
   Tensor t(m.dtype, shape);
   if (t.numel() == 0) return t;
-  int64_t cols = shape.back();
-  int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
-  CounterStream s(c.data.seed, "mask");
-  // full-row: one row (the same in every leading slice) drops every key.
-  int64_t empty_row = m.pattern == MaskPattern::full_row
-                          ? static_cast<int64_t>(CounterStream(c.data.seed, "mask_row").bits(0) %
-                                                 static_cast<uint64_t>(rows))
-                          : -1;
+  const std::vector<bool> keep = mask_keeps(c, shape);
   const bool is_bool = m.dtype == DType::b8;
   const double drop = is_bool ? 0.0 : dropped_value(m);
-  const double keep = is_bool ? 1.0 : 0.0;
-  for (int64_t flat = 0; flat < t.numel(); ++flat) {
-    int64_t j = flat % cols, i = (flat / cols) % rows;
-    bool kept = i != empty_row && pattern_keeps(m, s, static_cast<uint64_t>(flat), i, j);
-    t.data[flat] = kept ? keep : drop;
-  }
+  const double kept = is_bool ? 1.0 : 0.0;
+  for (int64_t flat = 0; flat < t.numel(); ++flat) t.data[flat] = keep[static_cast<size_t>(flat)] ? kept : drop;
   if (!is_bool) apply_special(c, "mask", t);
   return t;
 }

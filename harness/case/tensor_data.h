@@ -4,6 +4,7 @@
 /// lines of Python rebuild the same tensors (see README, "Tensor data").
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "harness/case/case.h"
 #include "harness/ir/tensor.h"
@@ -48,6 +49,14 @@ double special_value(SpecialValue v, DType dtype);
 /// bits(seed, "special_<name>", n) % numel, or `count` rows of the last dim
 /// at bits(...) % rows; then rounds them to the tensor's dtype.
 void apply_special(const Case& c, const std::string& name, Tensor& t);
+
+/// Which elements of the case's mask, at concrete shape `shape`, keep their
+/// key (flat, row-major), before the fill and any special value: the
+/// pattern's rule (README, "Tensor data"). Row i and key j are the last two
+/// dims; a per-batch-padding length is per batch element of the dims before
+/// the last three; block-sparse blocks are per slice of the dims before the
+/// last two.
+std::vector<bool> mask_keeps(const Case& c, const Shape& shape);
 
 /// The mask the case describes, at concrete shape `shape`.
 Tensor make_mask(const Case& c, const Shape& shape);

@@ -95,6 +95,74 @@ TEST(TensorData, MaskPatterns) {
   EXPECT_EQ(dropped_rows, 1);
 }
 
+std::vector<double> keeps_of(const Case& c, const Shape& shape) {
+  std::vector<double> out;
+  for (bool k : mask_keeps(c, shape)) out.push_back(k ? 1.0 : 0.0);
+  return out;
+}
+
+TEST(TensorData, LeftPaddingDropsTheFirstParamKeysOfEveryRow) {
+  Case c = small_case();
+  c.mask = MaskSpec{DType::b8, {SymExpr(3), SymExpr(5)}, MaskPattern::left_padding, 2, MaskFill::neg_inf};
+  EXPECT_EQ(make_mask(c, {3, 5}).data, (std::vector<double>{0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1}));
+  c.mask->param = 0;
+  for (double x : make_mask(c, {3, 5}).data) EXPECT_EQ(x, 1.0);
+  c.mask->param = 5;  // every key padded: every row fully masked
+  c.mask->dtype = DType::f32;
+  for (double x : make_mask(c, {3, 5}).data) EXPECT_EQ(x, -INFINITY);
+}
+
+// Pads from the Python rebuild: bits(7, "mask_lengths", b) % 5 is 4, 2, 4, 2
+// for b = 0..3, and % 7 is 2, 4, ...: element b keeps j < Lkv - pad.
+TEST(TensorData, PerBatchPaddingGivesEachBatchElementItsOwnLength) {
+  Case c = small_case();
+  c.mask = MaskSpec{DType::b8, {2, 1, 1, 6}, MaskPattern::per_batch_padding, 4, MaskFill::neg_inf};
+  EXPECT_EQ(keeps_of(c, {2, 1, 1, 6}), (std::vector<double>{1, 1, 0, 0, 0, 0,  //
+                                                             1, 1, 1, 1, 0, 0}));
+  for (uint64_t b = 0; b < 4; ++b)
+    EXPECT_EQ(CounterStream(7, "mask_lengths").bits(b) % 5, (b % 2 == 0 ? 4u : 2u)) << b;
+  // Every row and head of one batch element shares its length.
+  c.mask->param = 6;
+  EXPECT_EQ(keeps_of(c, {2, 1, 3, 6}), (std::vector<double>{1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0,  //
+                                                             1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0}));
+  // Two batch dims: the element counts over both.
+  c.mask->param = 4;
+  EXPECT_EQ(keeps_of(c, {2, 2, 1, 1, 6}), (std::vector<double>{1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0,  //
+                                                                1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0}));
+  // No batch dim in the mask: one length (element 0's) for every call in the batch.
+  EXPECT_EQ(keeps_of(c, {2, 6}), (std::vector<double>{1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0}));
+  c.mask->param = 0;  // no padding
+  for (double x : keeps_of(c, {2, 1, 1, 6})) EXPECT_EQ(x, 1.0);
+}
+
+// Blocks from the Python rebuild: uniform01(7, "mask_blocks", k) for k = 0..7
+// is 0.162, 0.126, 0.125, 0.221, 0.447, 0.063, 0.600, 0.367; with keep
+// probability 0.2 blocks 0, 1, 2 and 5 are kept. Block k counts over
+// (slice, row block, key block).
+TEST(TensorData, BlockSparseKeepsOrDropsWholeBlocks) {
+  Case c = small_case();
+  c.mask = MaskSpec{DType::b8, {2, 4, 8}, MaskPattern::block_sparse, 0.2, MaskFill::neg_inf, 2, 4};
+  const std::vector<double> K{1, 1, 1, 1}, D{0, 0, 0, 0};
+  std::vector<double> want;
+  auto row = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    want.insert(want.end(), a.begin(), a.end());
+    want.insert(want.end(), b.begin(), b.end());
+  };
+  row(K, K), row(K, K), row(K, D), row(K, D);  // slice 0: blocks 0, 1 / 2, 3
+  row(D, K), row(D, K), row(D, D), row(D, D);  // slice 1: blocks 4, 5 / 6, 7 (rows 2, 3 fully masked)
+  EXPECT_EQ(keeps_of(c, {2, 4, 8}), want);
+  EXPECT_LT(CounterStream(7, "mask_blocks").uniform01(5), 0.2);
+  EXPECT_GT(CounterStream(7, "mask_blocks").uniform01(3), 0.2);
+  // Partial blocks at the edges: rows [0, 2) and [2, 3), keys [0, 4) and [4, 6).
+  c.mask->param = 0.2;
+  EXPECT_EQ(keeps_of(c, {3, 6}), (std::vector<double>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}));
+  // An additive mask writes the fill over dropped blocks.
+  c.mask->dtype = DType::f32;
+  c.mask->fill = MaskFill::neg_1e4;
+  EXPECT_EQ(make_mask(c, {3, 6}).data[17], -1e4);
+  EXPECT_EQ(make_mask(c, {3, 6}).data[0], 0.0);
+}
+
 TEST(TensorData, DropoutKeepsAboutOneMinusP) {
   CounterStream s(3, "dropout");
   int kept = 0;

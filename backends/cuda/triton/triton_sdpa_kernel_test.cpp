@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "backends/cuda/triton/triton_test_util.h"
 
@@ -87,6 +89,31 @@ TEST(TritonSdpa, AKvTileNoRowOfTheQueryTileKeepsIsSkipped) {
   Spec shared{bhld({1, 1, 2, 4}, zero), bhld({1, 1, 128, 4}, zero), v, bools({1, 1, 2, 128}, two_rows)};
   Tensor out = run(shared);
   EXPECT_TRUE(std::isnan(at(out, 0, 0, 0)));
+}
+
+// A KV tile the mask empties for every row is skipped (semantics §4.5):
+// the output equals the call without the emptied tile's keys, bit for bit,
+// whether that tile comes first or last, for both programs (D 4: 64-key
+// tiles; D 3: 128-key tiles).
+TEST(TritonSdpa, AKvTileTheMaskEmptiesGivesTheLiveKeysResult) {
+  for (const auto& [D, tile] : {std::pair<int64_t, int64_t>{4, 64}, {3, 128}}) {
+    const int64_t Lq = 3, Lkv = 2 * tile;
+    auto qf = [](int64_t, int64_t, int64_t i, int64_t e) { return std::sin(1.0 + i + 0.5 * e); };
+    auto kf = [](int64_t, int64_t, int64_t j, int64_t e) { return std::cos(0.3 * j - e); };
+    auto vf = [](int64_t, int64_t, int64_t j, int64_t e) { return 0.01 * j - 0.2 * e; };
+    for (bool first : {true, false}) {
+      std::vector<int> keep(Lq * Lkv);
+      for (int64_t i = 0; i < Lq; ++i)
+        for (int64_t j = 0; j < Lkv; ++j) keep[i * Lkv + j] = (j < tile) != first;
+      Spec whole{bhld({1, 1, Lq, D}, qf), bhld({1, 1, Lkv, D}, kf), bhld({1, 1, Lkv, D}, vf),
+                 bools({1, 1, Lq, Lkv}, keep)};
+      const int64_t from = first ? tile : 0;
+      auto shifted = [&](auto f) { return [f, from](int64_t b, int64_t h, int64_t j, int64_t e) { return f(b, h, j + from, e); }; };
+      Spec live{bhld({1, 1, Lq, D}, qf), bhld({1, 1, tile, D}, shifted(kf)), bhld({1, 1, tile, D}, shifted(vf))};
+      for (Numerics n : {Numerics::emulated, Numerics::exact})
+        EXPECT_EQ(run(whole, n).data, run(live, n).data) << "D " << D << (first ? ", first" : ", last") << " tile";
+    }
+  }
 }
 
 TEST(TritonSdpa, MaskAndCausalAreBothApplied) {
