@@ -135,6 +135,29 @@ TEST(LlmContract, CompletenessTellsAMissedRewriteFromARightRejection) {
   EXPECT_TRUE(u.decisions.at(0).refuted_at.empty()) << "refuted at a runtime size, before the proof";
 }
 
+// Large data saturates the softmax onto one key per row: where that key
+// is one custom_sdpa keeps (unmasked, Lq 4 of Lkv 6: keys 4 and 5 are cut),
+// the cut keys weigh nothing and the forced rewrite agrees with aten on
+// that draw. The second draw's data makes scores of order 1.
+TEST(LlmContract, DataThatSaturatesTheSoftmaxCannotHideTheCutKeys) {
+  auto target = fixture().registry.make("llm", {{"guard", "contract"}});
+  Case c = symbolic_lengths({});
+  c.symbols.clear();
+  c.q_len = 4;
+  c.kv_len = 6;
+  c.q_heads = 2;
+  c.enable_gqa = true;
+  c.head_dim = c.value_dim = 1;
+  c.data.magnitude = 100;
+  c.data.seed = 1;  // on its first draw every row's largest score is at a key below 4
+  CaseResult r = run_case(*target, *fixture().reference, c);
+  EXPECT_EQ(r.verdict, Verdict::rejected);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].deciding_rule, "unmasked-lengths");
+  EXPECT_NE(r.decisions[0].refuted_at.find("Lq 4, Lkv 6), on the second data draw"), std::string::npos)
+      << r.decisions[0].refuted_at;
+}
+
 // A truly missed rewrite: causal with scale 0 keeps the node (causal-scale:
 // custom_sdpa writes the causal -inf before the scale, -inf * 0 = NaN), but
 // with Lq = Lkv = 1 no key is causally dropped, so the rewrite is sound on

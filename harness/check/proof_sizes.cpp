@@ -1,6 +1,7 @@
 #include "harness/check/proof_sizes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -219,7 +220,12 @@ std::vector<ProofSize> proof_sizes(const Case& c, const SizeLimits& limits, cons
 Case second_draw(const Case& c) {
   Case out = c;
   out.data.seed = splitmix64_mix(c.data.seed ^ fnv1a64("second draw"));
-  if (out.data.distribution == Distribution::integers) out.data.distribution = Distribution::normal;
+  out.data.distribution = Distribution::normal;
+  out.data.special.reset();
+  // q.k of normal data of magnitude m spreads as m^2 sqrt(E): times |scale|,
+  // of order 1 at this m, so no weight saturates to 0 or 1.
+  const double spread = std::fabs(c.effective_scale()) * std::sqrt(static_cast<double>(c.head_dim));
+  out.data.magnitude = spread > 0 ? std::clamp(1.0 / std::sqrt(spread), 1.0 / 64, 64.0) : 1.0;
   return out;
 }
 

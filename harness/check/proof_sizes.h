@@ -44,12 +44,16 @@ struct ProofLimits {
 std::vector<ProofSize> proof_sizes(const Case& c, const SizeLimits& limits = {},
                                    const ProofLimits& proof = {});
 
-/// The same call with its data drawn again, independently: the seed is
-/// splitmix64(seed ^ fnv1a64("second draw")), and `integers` data (exact
-/// zeros with probability 1/(2r+1) an element) is drawn `normal` with the
-/// same magnitude, so that a V of zeros, or dropout meeting them, cannot
-/// hide a difference on both draws. Special values, masks and dropout
-/// follow the new seed like every other stream.
+/// The same call with its data drawn again, independently, so that data
+/// cannot hide a difference on both draws: the seed is
+/// splitmix64(seed ^ fnv1a64("second draw")); the data is finite `normal`
+/// (no exact zeros, as `integers` draws, so a V of zeros or dropout meeting
+/// them hides nothing; no special values, which can make every row NaN in
+/// both graphs) with a magnitude that makes the scores of order 1
+/// (1 / sqrt(|scale| sqrt(E)), within [1/64, 64]; 1 for scale 0), so that
+/// no softmax saturates onto one key and hides the weight of the others,
+/// as `large` data or a large scale does. Masks and dropout follow the new
+/// seed like every other stream.
 Case second_draw(const Case& c);
 
 /// "s0 = 3, s1 = 4"; "static sizes" for an empty assignment.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace sdpa {
 namespace {
@@ -130,19 +131,30 @@ TEST(ProofSizes, DeterministicAndCapped) {
   for (size_t i = 0; i < capped.size(); ++i) EXPECT_EQ(capped[i].at, every[i].at) << "the cheapest are kept";
 }
 
-TEST(ProofSizes, TheSecondDrawIsAnotherSeedAndNeverIntegers) {
+TEST(ProofSizes, TheSecondDrawIsAnotherSeedOfFiniteUnsaturatedNormalData) {
   Case c = dynamic_kv(1, 8);
   c.data.seed = 11;
   c.data.distribution = Distribution::integers;
+  c.data.magnitude = 3;
+  c.data.special = SpecialData{SpecialValue::nan, "k"};
   const Case d = second_draw(c);
   EXPECT_NE(d.data.seed, c.data.seed);
   EXPECT_EQ(d.data.seed, second_draw(c).data.seed);
   EXPECT_EQ(d.data.distribution, Distribution::normal);
-  EXPECT_EQ(d.data.magnitude, c.data.magnitude);
-  c.data.distribution = Distribution::large;
-  EXPECT_EQ(second_draw(c).data.distribution, Distribution::large);
+  EXPECT_FALSE(d.data.special);
+  EXPECT_EQ(d.data.magnitude, 1.0) << "the default scale 1/sqrt(E): scores of order 1 at magnitude 1";
   EXPECT_EQ(d.kv_len, c.kv_len);
   EXPECT_EQ(d.runtime, c.runtime);
+  c.data.distribution = Distribution::large;
+  EXPECT_EQ(second_draw(c).data.distribution, Distribution::normal);
+  c.scale = 100;  // E 4: q.k * scale spreads as m^2 * 200
+  EXPECT_NEAR(second_draw(c).data.magnitude, 1 / std::sqrt(200.0), 1e-15);
+  c.scale = 1e6;
+  EXPECT_EQ(second_draw(c).data.magnitude, 1.0 / 64);
+  c.scale = 0.0;
+  EXPECT_EQ(second_draw(c).data.magnitude, 1.0);
+  c.scale = 1e-12;
+  EXPECT_EQ(second_draw(c).data.magnitude, 64.0);
 }
 
 TEST(ProofSizes, SizesInWords) {
