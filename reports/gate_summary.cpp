@@ -18,6 +18,18 @@ std::vector<std::string> GateReport::failures() const {
   return out;
 }
 
+namespace {
+
+// "kept (rule R), unsound (rejected); refuted at s0 = 3 (...)".
+std::string decision_words(const GateDecision& d) {
+  std::string out = (d.rewrite ? "rewritten" : "kept (rule " + d.rule + ")") + (d.sound ? ", sound" : ", unsound") +
+                    " (" + d.verdict + ")";
+  if (!d.refuted_at.empty()) out += "; sound at every runtime size, refuted at " + d.refuted_at;
+  return out;
+}
+
+}  // namespace
+
 std::string gate_markdown(const GateReport& r) {
   std::ostringstream o;
   const auto fails = r.failures();
@@ -26,7 +38,12 @@ std::string gate_markdown(const GateReport& r) {
   for (size_t i = 0; i < fails.size(); ++i) o << (i ? "; " : "") << fails[i];
   o << "\n\n" << r.comparison.cases << " cases (seed " << r.seed << "), " << r.comparison.decisions
     << " guard decisions, " << r.comparison.unchanged << " decisions unchanged (" << r.comparison.still_unsound
-    << " of them unsound in both, " << r.comparison.still_missed << " missed in both).\n\n";
+    << " of them unsound in both, " << r.comparison.still_missed << " missed in both).";
+  if (r.comparison.base_refuted || r.comparison.head_refuted)
+    o << " Sound at every runtime size but refuted by the completeness proof at a size no runtime entry "
+         "tried: "
+      << r.comparison.base_refuted << " decision(s) before, " << r.comparison.head_refuted << " after.";
+  o << "\n\n";
   o << "| class | decisions | effect on the gate |\n|---|---:|---|\n";
   for (GateClass c : gate_classes()) {
     std::string effect = c == GateClass::newly_unsound ? "fails"
@@ -39,10 +56,8 @@ std::string gate_markdown(const GateReport& r) {
     if (!s) continue;
     o << "\n### " << gate_class_name(c) << ": smallest case\n\n`" << case_summary(s->head.c) << "`\n\n"
       << (s->head.node.empty() ? "" : "- node: `" + s->head.node + "` (pass " + s->head.pass + ")\n")
-      << "- before: " << (s->base.rewrite ? "rewritten" : "kept (rule " + s->base.rule + ")")
-      << (s->base.sound ? ", sound" : ", unsound") << " (" << s->base.verdict << ")\n"
-      << "- after: " << (s->head.rewrite ? "rewritten" : "kept (rule " + s->head.rule + ")")
-      << (s->head.sound ? ", sound" : ", unsound") << " (" << s->head.verdict << ")\n";
+      << "- before: " << decision_words(s->base) << "\n"
+      << "- after: " << decision_words(s->head) << "\n";
     if (auto it = r.case_files.find(c); it != r.case_files.end())
       o << "- replay: `sdpacheck replay " << it->second << "`, explain: `sdpacheck explain " << it->second << "`\n";
   }
@@ -63,13 +78,19 @@ nlohmann::json gate_json(const GateReport& r) {
   j["unchanged"] = r.comparison.unchanged;
   j["still_unsound"] = r.comparison.still_unsound;
   j["still_missed"] = r.comparison.still_missed;
+  j["base_refuted"] = r.comparison.base_refuted;
+  j["head_refuted"] = r.comparison.head_refuted;
   j["classes"] = nlohmann::json::object();
   for (GateClass c : gate_classes()) {
     nlohmann::json cls;
     cls["count"] = r.comparison.changes.at(c).size();
     cls["indices"] = nlohmann::json::array();
     for (const auto& ch : r.comparison.changes.at(c)) cls["indices"].push_back(ch.head.index);
-    if (const GateChange* s = smallest(r.comparison.changes.at(c))) cls["smallest"] = case_summary(s->head.c);
+    if (const GateChange* s = smallest(r.comparison.changes.at(c))) {
+      cls["smallest"] = case_summary(s->head.c);
+      if (!s->base.refuted_at.empty()) cls["smallest_base_refuted_at"] = s->base.refuted_at;
+      if (!s->head.refuted_at.empty()) cls["smallest_head_refuted_at"] = s->head.refuted_at;
+    }
     if (auto it = r.case_files.find(c); it != r.case_files.end()) cls["file"] = it->second;
     j["classes"][gate_class_name(c)] = cls;
   }

@@ -99,6 +99,7 @@ TargetRun sum_target(const std::string& target, const std::vector<const TargetRu
     add_counts(out.verdicts, r->verdicts);
     add_counts(out.guard_rules, r->guard_rules);
     add_counts(out.missed_rules, r->missed_rules);
+    add_counts(out.refuted_rules, r->refuted_rules);
     for (const auto& [name, v] : r->variants) {
       VariantRun& into = out.variants[name];
       into.cases += v.cases;

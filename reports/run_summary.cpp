@@ -60,6 +60,7 @@ nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& r
     t["verdicts"] = r.verdicts;
     t["guard_rules"] = r.guard_rules;
     t["missed_rewrites_by_rule"] = r.missed_rules;
+    t["refuted_by_proof_by_rule"] = r.refuted_rules;
     t["duplicates"] = r.duplicates;
     t["next_iteration"] = r.next_iteration;
     t["iteration_digest"] = digest_text(r.iteration_digest);

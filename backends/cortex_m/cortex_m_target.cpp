@@ -175,6 +175,9 @@ class CortexMTarget : public Target {
     return g;
   }
 
+  // The int8 graph's qparams are calibrated on the case's own tensors.
+  bool rewrite_fits_case_data() const override { return quantized_; }
+
   std::optional<Composite> composite(const Case& c) const override {
     if (!mha_) return std::nullopt;
     return mha_composite(c);

@@ -115,15 +115,65 @@ Case symbolic_lengths(std::vector<Assignment> runtime) {
   return c;
 }
 
-// The completeness check: the contract keeps Lq == Lkv unproven; when
-// every runtime size tried has Lq == Lkv the forced rewrite is sound there
-// (missed-rewrite), and one size with Lq != Lkv makes it a right rejection.
+// The completeness check: the contract keeps Lq == Lkv unproven. When
+// every runtime size has Lq == Lkv the forced rewrite is sound there, but
+// the symbols allow Lq 1, Lkv 3, where custom_sdpa cuts the keys past
+// start_pos + Lq: the proof finds that size and the rejection is right (a
+// missed-rewrite before the proof); a runtime size with Lq != Lkv rejects
+// it at once.
 TEST(LlmContract, CompletenessTellsAMissedRewriteFromARightRejection) {
   auto target = fixture().registry.make("llm", {{"guard", "contract"}});
   Case equal = symbolic_lengths({{{"s0", 3}, {"s1", 3}}, {{"s0", 5}, {"s1", 5}}});
-  EXPECT_EQ(run_case(*target, *fixture().reference, equal).verdict, Verdict::missed_rewrite);
+  CaseResult r = run_case(*target, *fixture().reference, equal);
+  EXPECT_EQ(r.verdict, Verdict::rejected);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].deciding_rule, "unmasked-lengths");
+  EXPECT_EQ(r.decisions[0].refuted_at, "s0 = 1, s1 = 3 (the min of s0; Lq 1, Lkv 3)");
   Case unequal = symbolic_lengths({{{"s0", 3}, {"s1", 3}}, {{"s0", 2}, {"s1", 5}}});
-  EXPECT_EQ(run_case(*target, *fixture().reference, unequal).verdict, Verdict::rejected);
+  CaseResult u = run_case(*target, *fixture().reference, unequal);
+  EXPECT_EQ(u.verdict, Verdict::rejected);
+  EXPECT_TRUE(u.decisions.at(0).refuted_at.empty()) << "refuted at a runtime size, before the proof";
+}
+
+// Large data saturates the softmax onto one key per row: where that key
+// is one custom_sdpa keeps (unmasked, Lq 4 of Lkv 6: keys 4 and 5 are cut),
+// the cut keys weigh nothing and the forced rewrite agrees with aten on
+// that draw. The second draw's data makes scores of order 1.
+TEST(LlmContract, DataThatSaturatesTheSoftmaxCannotHideTheCutKeys) {
+  auto target = fixture().registry.make("llm", {{"guard", "contract"}});
+  Case c = symbolic_lengths({});
+  c.symbols.clear();
+  c.q_len = 4;
+  c.kv_len = 6;
+  c.q_heads = 2;
+  c.enable_gqa = true;
+  c.head_dim = c.value_dim = 1;
+  c.data.magnitude = 100;
+  c.data.seed = 1;  // on its first draw every row's largest score is at a key below 4
+  CaseResult r = run_case(*target, *fixture().reference, c);
+  EXPECT_EQ(r.verdict, Verdict::rejected);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.decisions[0].deciding_rule, "unmasked-lengths");
+  EXPECT_NE(r.decisions[0].refuted_at.find("Lq 4, Lkv 6), on the second data draw"), std::string::npos)
+      << r.decisions[0].refuted_at;
+}
+
+// A truly missed rewrite: causal with scale 0 keeps the node (causal-scale:
+// custom_sdpa writes the causal -inf before the scale, -inf * 0 = NaN), but
+// with Lq = Lkv = 1 no key is causally dropped, so the rewrite is sound on
+// any data: it stays missed-rewrite through the proof's second draw.
+TEST(LlmContract, ARewriteTheContractMissesOnAnyDataStaysMissed) {
+  auto target = fixture().registry.make("llm", {{"guard", "contract"}});
+  Case c = symbolic_lengths({});
+  c.q_len = c.kv_len = 1;
+  c.symbols.clear();
+  c.is_causal = true;
+  c.scale = 0.0;
+  CaseResult r = run_case(*target, *fixture().reference, c);
+  ASSERT_EQ(r.verdict, Verdict::missed_rewrite) << (r.primary() ? r.primary()->detail : "");
+  EXPECT_EQ(r.decisions.at(0).deciding_rule, "causal-scale");
+  EXPECT_TRUE(r.decisions[0].sound_alone);
+  EXPECT_NE(r.primary()->detail.find("second data draw"), std::string::npos) << r.primary()->detail;
 }
 
 // A call with E != Ev: the Meta kernel's key.size() == value.size() fails

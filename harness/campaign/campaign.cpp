@@ -248,6 +248,7 @@ class TargetCampaign {
     for (const auto& d : r.decisions) {
       ++run_.guard_rules[d.deciding_rule];
       if (r.verdict == Verdict::missed_rewrite && !d.rewrite) ++run_.missed_rules[d.deciding_rule];
+      if (!d.rewrite && !d.refuted_at.empty()) ++run_.refuted_rules[d.deciding_rule];
     }
     if (!worth_recording(r.verdict)) return;
     const Finding& f = *r.primary();

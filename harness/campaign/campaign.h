@@ -82,6 +82,10 @@ struct TargetRun {
   std::map<std::string, int64_t> verdicts;  // verdict name -> cases
   std::map<std::string, int64_t> guard_rules;  // deciding rule -> decisions
   std::map<std::string, int64_t> missed_rules;  // deciding rule -> missed-rewrite cases
+  /// Deciding rule -> kept nodes whose forced rewrite held at every runtime
+  /// size but failed the completeness proof (Decision::refuted_at): the
+  /// guard was right, at a size no runtime entry tried.
+  std::map<std::string, int64_t> refuted_rules;
   /// Per Case::variant, for targets whose entry form has variants or counters.
   std::map<std::string, VariantRun> variants;
   std::vector<WrittenFinding> findings;      // one per distinct signature

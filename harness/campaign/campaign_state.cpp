@@ -47,6 +47,7 @@ json target_run_to_json(const TargetRun& r) {
           {"verdicts", r.verdicts},
           {"guard_rules", r.guard_rules},
           {"missed_rules", r.missed_rules},
+          {"refuted_rules", r.refuted_rules},
           {"variants", variants},
           {"findings", findings},
           {"duplicates", r.duplicates},
@@ -68,6 +69,8 @@ TargetRun target_run_from_json(const json& j, const std::string& source) {
     r.verdicts = j.at("verdicts").get<std::map<std::string, int64_t>>();
     r.guard_rules = j.at("guard_rules").get<std::map<std::string, int64_t>>();
     r.missed_rules = j.at("missed_rules").get<std::map<std::string, int64_t>>();
+    // Absent from checkpoints written before the completeness proof.
+    if (j.contains("refuted_rules")) r.refuted_rules = j.at("refuted_rules").get<std::map<std::string, int64_t>>();
     for (const auto& [name, v] : j.at("variants").items()) {
       VariantRun& out = r.variants[name];
       out.cases = v.at("cases").get<int64_t>();

@@ -147,6 +147,13 @@ class Explainer {
          << (r.detail.empty() ? "" : " — " + r.detail) << "\n";
     for (const auto& a : d.assumptions)
       o_ << "  assumed on the export hint: " << a.fact.str() << " (rule " << a.rule << ")\n";
+    if (!d.refuted_at.empty())
+      o_ << "  " << (d.rewrite ? "its rewrite" : "its forced rewrite")
+         << " refines the entry graph at every runtime size but not at " << d.refuted_at
+         << (d.rewrite ? "" : ": the guard is right to keep it") << "\n";
+    else if (!d.rewrite && d.sound_alone)
+      o_ << "  its forced rewrite refines the entry graph at every runtime size and every proof size, on both data "
+            "draws: a missed rewrite\n";
   }
 
   // Tensors, goldens and the value scale as the checker computes them.

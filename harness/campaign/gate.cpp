@@ -16,11 +16,16 @@ namespace {
 
 // Every decision of a case's result, with whether that node's rewrite alone
 // (forced where the guard kept it) is sound, as the checker's completeness
-// stage established. A case whose passes matched nothing, or raised, gives
-// one "no-decision" entry.
+// stage established: accepted nodes are proven as kept ones are, so that a
+// rewrite unsound only at a size no runtime entry tried is unsound in the
+// base as well as kept in the head. A case whose passes matched nothing, or
+// raised, gives one "no-decision" entry.
 std::vector<GateDecision> decide(const Target& target, const ReferenceModel& reference, const Case& c,
                                  int64_t index, IsolatedCases* isolated) {
-  CaseResult r = isolated ? isolated->run(target.name(), target.options(), c, {}) : run_case(target, reference, c);
+  CheckOptions options;
+  options.prove_accepted = true;
+  CaseResult r = isolated ? isolated->run(target.name(), target.options(), c, options)
+                          : run_case(target, reference, c, options);
   std::vector<GateDecision> out;
   for (const auto& dec : r.decisions) {
     GateDecision d;
@@ -31,6 +36,7 @@ std::vector<GateDecision> decide(const Target& target, const ReferenceModel& ref
     d.rewrite = dec.rewrite;
     d.rule = dec.rewrite ? "accept" : dec.deciding_rule;
     d.sound = dec.sound_alone;
+    d.refuted_at = dec.refuted_at;
     d.verdict = verdict_name(r.verdict);
     out.push_back(std::move(d));
   }
@@ -100,10 +106,13 @@ nlohmann::json decisions_to_json(const DecisionsFile& d) {
   j["seed"] = d.seed;
   j["max_size"] = d.max_size;
   j["decisions"] = nlohmann::json::array();
-  for (const auto& x : d.decisions)
-    j["decisions"].push_back({{"index", x.index}, {"case", case_to_json(x.c)}, {"pass", x.pass},
-                              {"node", x.node}, {"rewrite", x.rewrite}, {"rule", x.rule},
-                              {"sound", x.sound}, {"verdict", x.verdict}});
+  for (const auto& x : d.decisions) {
+    nlohmann::json one = {{"index", x.index}, {"case", case_to_json(x.c)}, {"pass", x.pass},
+                          {"node", x.node},   {"rewrite", x.rewrite},      {"rule", x.rule},
+                          {"sound", x.sound}, {"verdict", x.verdict}};
+    if (!x.refuted_at.empty()) one["refuted_at"] = x.refuted_at;
+    j["decisions"].push_back(std::move(one));
+  }
   return j;
 }
 
@@ -145,6 +154,8 @@ DecisionsFile decisions_from_json(const nlohmann::json& j, const std::string& so
       g.rewrite = x.boolean("rewrite");
       g.rule = x.str("rule");
       g.sound = x.boolean("sound");
+      // Optional: written only where the proof refuted the rewrite.
+      if (x.find("refuted_at")) g.refuted_at = x.str("refuted_at");
       g.verdict = x.str("verdict");
       x.reject_unknown();
       d.decisions.push_back(std::move(g));
@@ -237,6 +248,8 @@ GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile&
     const GateDecision bd = pair.first ? *pair.first : absent(*pair.second, base_verdicts);
     const GateDecision hd = pair.second ? *pair.second : absent(*pair.first, head_verdicts);
     ++cmp.decisions;
+    cmp.base_refuted += !bd.refuted_at.empty();
+    cmp.head_refuted += !hd.refuted_at.empty();
     if (auto cls = classify(bd, hd)) {
       cmp.changes[*cls].push_back({bd, hd});
       continue;

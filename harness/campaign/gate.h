@@ -25,7 +25,11 @@ struct GateDecision {
   std::string pass, node;  // the deciding pass and the node ("%sdpa"); empty: no decision
   bool rewrite = false;    // the guard rewrote the node
   std::string rule;        // the deciding rule, "accept", or "no-decision"
-  bool sound = false;      // the node's rewrite alone (forced where kept) is sound at every size tried
+  /// The node's rewrite alone (forced where kept) refines the entry graph
+  /// at every runtime size and passes the completeness proof (proof sizes,
+  /// second data draw), for kept and accepted nodes alike.
+  bool sound = false;
+  std::string refuted_at;  // where the proof broke it after every runtime size held; empty otherwise
   std::string verdict;     // the case's verdict under the policy
   bool unsound() const { return rewrite && !sound; }
   bool missed() const { return !rewrite && sound; }
@@ -67,6 +71,9 @@ struct GateComparison {
   std::map<GateClass, std::vector<GateChange>> changes;
   int64_t cases = 0, decisions = 0;  // decisions: (case, node) pairs compared
   int64_t unchanged = 0, still_unsound = 0, still_missed = 0;  // counted per decision
+  /// Decisions whose rewrite held at every runtime size and failed the
+  /// completeness proof (GateDecision::refuted_at), in each file.
+  int64_t base_refuted = 0, head_refuted = 0;
 };
 
 /// Pairs decisions by sample index and node; throws InputError when the

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "harness/check/check.h"
 #include "harness/check/compare.h"
+#include "harness/check/proof_sizes.h"
 #include "harness/io/json_reader.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/graph_verify.h"
@@ -75,6 +77,9 @@ class CaseChecker {
   std::optional<Graph> apply_passes(const Graph& g0, const Controls& controls,
                                     std::vector<Decision>* decisions);
   Outcome execute(const Graph& g, const KernelSet& k, size_t r, bool rewritten, bool keep = false);
+  // The same at any size, on given inputs and data seed (the proof's runs).
+  Outcome execute_on(const Graph& g, const KernelSet& k, const Assignment& at,
+                     const std::map<std::string, Tensor>& inputs, uint64_t seed, bool rewritten, bool keep = false);
 
   // The error model depends only on the run and the kernel set's declared
   // numerics for this case and graph: computed once per run and set.
@@ -132,18 +137,64 @@ class CaseChecker {
   void accuracy(const Graph& g0, const Graph& g1, bool rewritten);
 
   // For each pass whose guard kept a node: is the forced rewrite sound at
-  // every runtime size? Then the guard is too tight (missed-rewrite).
-  // Each kept node is forced on its own (the other passes and nodes follow
-  // their guards), then every kept node together: a forced rewrite that
-  // refines the entry graph at every runtime size tried is a missed rewrite.
-  void completeness(const Graph& g0, bool case_sound);
+  // every size the symbols allow? Then the guard is too tight
+  // (missed-rewrite). Each kept node is forced on its own (the other
+  // passes and nodes follow their guards), then every kept node together:
+  // a forced rewrite is a missed rewrite when it refines the entry graph at
+  // every runtime size and passes the proof (proven()).
+  void completeness(const Graph& g0, const Graph& g1, bool case_sound);
 
   // Whether each accepted node's rewrite is sound on its own: the case's
   // soundness verdict when it is the only decision, else the rewrite of
   // that node alone with every other node held (so the gate can sort
-  // decisions node by node).
-  void attribute_accepted(const Graph& g0, bool case_sound);
-  bool forced_sound(const Graph& g0, const Controls& controls);
+  // decisions node by node); with prove_accepted, proven as a forced one.
+  void attribute_accepted(const Graph& g0, const Graph& g1, bool case_sound);
+  // The passes under `controls`, then refines() and, with `prove`,
+  // proven(); a refutation is written into `d`.
+  bool forced_sound(const Graph& g0, const Controls& controls, bool prove, Decision* d);
+
+  // The completeness proof (completeness_stage.cpp). A rewrite that refines
+  // the entry graph at every runtime size must also refine it at every
+  // proof size (proof_sizes.h) on the case's data, then at the runtime and
+  // proof sizes on the second data draw. The entry graph runs exactly at
+  // each size, once per case, as the reference; the oracles are asked only
+  // which rows are fully masked, when non-finite rows need a declared
+  // divergence to explain them. Cheapest sizes first; the first failure
+  // ends it.
+  struct ProofRun {
+    Assignment at;
+    std::string why;          // where the size comes from
+    bool second_draw = false;
+    bool prepared = false;    // tensors and the entry graph's output computed
+    bool usable = false;      // the entry graph runs exactly at this size
+    bool masks_known = false;  // entry_ref.fully_masked from the oracles
+    bool kept = false;         // counted in proof_kept_elements_
+    CaseTensors tensors;
+    std::map<std::string, Tensor> inputs;
+    Golden entry_ref;
+    double value_scale = 0.0;
+  };
+  // The second draw: the case with its data drawn again, the SDPA call its
+  // entry graph means, and its module (composite).
+  struct SecondDraw {
+    Case c, meaning;
+    std::optional<Composite> composite;
+  };
+  // Where the rewritten graph g fails the proof, in words; none when it
+  // passes (g already refines g0 at every runtime size).
+  std::optional<std::string> refutation(const Graph& g0, const Graph& g);
+  bool proven(const Graph& g0, const Graph& g, Decision* d);
+  void build_proof();
+  const SecondDraw& second();
+  bool prepare_proof_run(const Graph& g0, ProofRun& p);
+  // Keeps p's tensors for the next forced rewrite while the proof holds
+  // fewer than 2^22 elements (32 MiB of doubles); past that, drops them, to
+  // be made again if needed.
+  void keep_or_release(ProofRun& p);
+  bool refines_at(const Graph& g, ProofRun& p);
+  std::string proof_run_str(const ProofRun& p);
+  // What the proof ran, in words, for the missed-rewrite finding.
+  std::string proof_words();
 
   // The soundness rule without recording a finding: g verifies, keeps the
   // output dtype and the target's invariants, and run exactly matches the
@@ -166,6 +217,10 @@ class CaseChecker {
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision
   double value_scale_ = 0.0;
+  bool proof_built_ = false;
+  std::vector<ProofRun> proof_;
+  int64_t proof_kept_elements_ = 0;  // held by prepared proof runs
+  std::unique_ptr<SecondDraw> second_;
 };
 
 }  // namespace sdpa::check_internal

@@ -50,7 +50,7 @@ CaseResult CaseChecker::run() {
   // the gate reads every decision's own soundness.
   // A lone accepted node's own soundness follows refines(), as every forced
   // or held rewrite's does: a broken invariant makes it unsound too.
-  if (opt_.completeness && opt_.passes) completeness(g0, sound && broken.empty());
+  if (opt_.completeness && opt_.passes) completeness(g0, *g1, sound && broken.empty());
   return finish();
 }
 
@@ -179,14 +179,25 @@ std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& 
 }
 
 Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool rewritten, bool keep) {
+  Outcome o = execute_on(g, k, runs_[r], inputs_[r], c_.data.seed, rewritten, keep);
+  if (!o.exec) {
+    o.error.run = static_cast<int>(r);
+    o.error.violated_assumptions = violated_assumptions(r);
+  }
+  return o;
+}
+
+Outcome CaseChecker::execute_on(const Graph& g, const KernelSet& k, const Assignment& at,
+                                const std::map<std::string, Tensor>& inputs, uint64_t seed, bool rewritten,
+                                bool keep) {
   Outcome o;
-  RunContext ctx{runs_[r], c_.data.seed};
+  RunContext ctx{at, seed};
   auto t0 = Clock::now();
   Verdict failed = Verdict::pass;
   Check check = main_check();
   std::string msg;
   try {
-    o.exec = interpret(g, k, inputs_[r], ctx, keep);
+    o.exec = interpret(g, k, inputs, ctx, keep);
   } catch (const KernelFault& e) {
     // The process computing the kernel failed, not the kernel: as a pass's.
     msg = e.what();
@@ -209,9 +220,7 @@ Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool 
   if (!o.exec) {
     o.error = finding(failed, check, msg);
     o.error.kernel_set = &k == &target_.exact_kernels() ? "" : k.name();
-    o.error.run = static_cast<int>(r);
-    o.error.sizes = runs_[r];
-    o.error.violated_assumptions = violated_assumptions(r);
+    o.error.sizes = at;
   }
   return o;
 }

@@ -17,6 +17,12 @@ struct CheckOptions {
   bool passes = true;         // false: identity self-check (entry graph as is)
   bool completeness = true;   // force kept nodes to look for missed rewrites
   bool keep_graphs = false;   // print graphs into the result
+  /// Prove each accepted node's own rewrite at the proof sizes and on the
+  /// second data draw too, as every kept node's forced rewrite is (the
+  /// gate: a decision's soundness means the same for both). Off in a
+  /// campaign: the soundness verdict is judged at the runtime sizes, and
+  /// proving every accepted node would cost a rerun per proof size.
+  bool prove_accepted = false;
 };
 
 /// Seconds spent per stage on one case.

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "harness/check/proof_sizes.h"
 #include "harness/ir/interpreter.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -286,6 +287,112 @@ TEST(Completeness, EachAcceptedNodeIsJudgedAloneWithTheOthersHeld) {
   EXPECT_EQ(r.verdict, Verdict::unsound_rewrite);  // both rewritten: the case is unsound
   EXPECT_TRUE(r.decisions[0].sound_alone);         // %a rewritten alone, %b held: sound
   EXPECT_FALSE(r.decisions[1].sound_alone);
+}
+
+// One SDPA node the guard always keeps; its forced rewrite scales the
+// output by `factor` (1: a rewrite sound at every size and on all data).
+class KeepTarget : public Target {
+ public:
+  explicit KeepTarget(double factor) : pass_(factor) {}
+  std::string name() const override { return "toy-keep"; }
+  const Options& options() const override { return options_; }
+  CaseSpace case_space() const override { return {}; }
+  Graph entry(const Case& c) const override { return ToyTarget(nullptr, Raise::no, false).entry(c); }
+  class KeepPass : public Pass {
+   public:
+    explicit KeepPass(double factor) : factor_(factor) {}
+    std::string name() const override { return "keep"; }
+    using Pass::run;
+    Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override {
+      Result r;
+      GraphRewriter rw(g);
+      for (const Node& n : g.nodes) {
+        if (n.op != kSdpa) {
+          rw.copy(n);
+          continue;
+        }
+        GuardContext guard(env, "%" + n.name);
+        guard.rule("never", false);
+        Decision d = guard.finish();
+        d.forced = control.rewrites(d);
+        r.decisions.push_back(d);
+        ValueRef same = rw.copy(n);
+        if (d.forced) rw.replace(n, {rw.out().call("aten.mul.Scalar", {same, factor_}, {}, {n.outputs[0]})});
+      }
+      r.graph = rw.finish();
+      return r;
+    }
+
+   private:
+    double factor_;
+  } pass_;
+  std::vector<const Pass*> passes() const override { return {&pass_}; }
+  std::vector<KernelSetInfo> kernel_sets() const override {
+    return {{&naive_kernels(), {DType::f64}, "naive",
+             [](const Case&, const Graph&) { return KernelNumerics::naive(DType::f64); }}};
+  }
+  const KernelSet& baseline_kernels() const override { return naive_kernels(); }
+
+ private:
+  Options options_;
+};
+
+// One query, one key, one value of integers in {-1, 0, 1}, on the first
+// data seed from 1 whose v is 0: that draw hides any scaling of the output.
+Case zero_value_case() {
+  Case c = toy_case();
+  c.q_len = c.kv_len = 1;
+  c.head_dim = c.value_dim = 1;
+  c.data.distribution = Distribution::integers;
+  for (c.data.seed = 1; make_case_tensors(c, {}).v.data[0] != 0.0; ++c.data.seed) {
+  }
+  return c;
+}
+
+TEST(CompletenessProof, DataThatHidesTheDifferenceIsCaughtByTheSecondDraw) {
+  const Case c = zero_value_case();
+  ToyReference ref(false);
+  CaseResult r = run_case(KeepTarget(1.5), ref, c);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_EQ(r.verdict, Verdict::rejected) << "v = 0 on the case's draw: 0 * 1.5 = 0 there";
+  EXPECT_FALSE(r.decisions[0].sound_alone);
+  EXPECT_EQ(r.decisions[0].refuted_at, "static sizes (the case's sizes; Lq 1, Lkv 1), on the second data draw (seed " +
+                                           std::to_string(second_draw(c).data.seed) + ")");
+}
+
+TEST(CompletenessProof, ARewriteSoundAtEverySizeAndOnBothDrawsStaysMissed) {
+  // Lkv = s0 in [1, 6], run at 3 only: the proof adds 1, 2, 4, 6 and the
+  // second draw, and the identity rewrite holds at each.
+  Case c = toy_case();
+  c.kv_len = SymExpr::symbol("s0");
+  c.symbols = {{"s0", {3, 1, 6}}};
+  c.runtime = {{{"s0", 3}}};
+  ToyReference ref(false);
+  CaseResult r = run_case(KeepTarget(1.0), ref, c);
+  ASSERT_EQ(r.verdict, Verdict::missed_rewrite);
+  EXPECT_TRUE(r.decisions[0].sound_alone);
+  EXPECT_TRUE(r.decisions[0].refuted_at.empty());
+  const std::string& detail = r.primary()->detail;
+  EXPECT_NE(detail.find("at 4 more size(s) the symbols allow"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("on a second data draw"), std::string::npos) << detail;
+}
+
+TEST(CompletenessProof, AnAcceptedNodeIsProvenOnlyWhenAsked) {
+  // The accepted node's rewrite scales by 1.5 where v is 0: sound at the
+  // runtime sizes (the case passes), refuted by the second draw when the
+  // gate asks for the proof.
+  ToyTarget t([](Graph& g, ValueRef x) { return g.call("aten.mul.Scalar", {x, 1.5}, {}, {g.info(x)}); }, Raise::no,
+              false);
+  ToyReference ref(false);
+  CaseResult plain = run_case(t, ref, zero_value_case());
+  EXPECT_EQ(plain.verdict, Verdict::pass);
+  EXPECT_TRUE(plain.decisions.at(0).sound_alone);
+  CheckOptions prove;
+  prove.prove_accepted = true;
+  CaseResult proven = run_case(t, ref, zero_value_case(), prove);
+  EXPECT_EQ(proven.verdict, Verdict::pass) << "the verdict is judged at the runtime sizes";
+  EXPECT_FALSE(proven.decisions.at(0).sound_alone);
+  EXPECT_NE(proven.decisions.at(0).refuted_at.find("second data draw"), std::string::npos);
 }
 
 TEST(Checks, AWrongValueIsAnUnsoundRewrite) {

@@ -135,6 +135,10 @@ class Target {
   /// check compares the module's output through it. None: the entry graph's
   /// output is the SDPA call's.
   virtual std::optional<Composite> composite(const Case& c) const { return std::nullopt; }
+  /// True when the rewritten graph is fitted to the case's own data (a
+  /// quantizer calibrated on it): the completeness proof then runs no second
+  /// data draw, whose values such a graph was never fitted to.
+  virtual bool rewrite_fits_case_data() const { return false; }
   /// Runtime inputs of the entry graph's placeholders; `t` holds the SDPA
   /// call's tensors (the inner call's, for a composite).
   virtual std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const;

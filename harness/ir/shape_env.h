@@ -77,8 +77,15 @@ struct Decision {
   std::string pass;     // the pass that decided (filled by the checker)
   /// Filled by the checker's completeness stage: the rewrite of this node
   /// alone (forced where the guard kept it, every other node held) refines
-  /// the entry graph at every runtime size tried.
+  /// the entry graph at every runtime size and, for a kept node (for an
+  /// accepted one with CheckOptions::prove_accepted), at every proof size
+  /// on both data draws (harness/check/proof_sizes.h).
   bool sound_alone = false;
+  /// Where that rewrite held at every runtime size but failed: the proof
+  /// size and data draw, in words ("s0 = 1 (the min of s0; Lq 2, Lkv 1)").
+  /// Empty when it held everywhere, failed at a runtime size already, or
+  /// was not proven.
+  std::string refuted_at;
 };
 
 /// Records rule outcomes and hint assumptions while a guard runs.

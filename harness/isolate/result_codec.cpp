@@ -59,7 +59,7 @@ json decision_json(const Decision& d) {
   for (const auto& r : d.rules) rules.push_back({r.rule, r.passed, r.detail});
   return {{"node", d.node},   {"rewrite", d.rewrite}, {"deciding_rule", d.deciding_rule},
           {"rules", rules},   {"forced", d.forced},   {"pass", d.pass},
-          {"sound_alone", d.sound_alone}};
+          {"sound_alone", d.sound_alone}, {"refuted_at", d.refuted_at}};
 }
 
 Decision decision_from(const json& j) {
@@ -72,6 +72,7 @@ Decision decision_from(const json& j) {
   d.forced = j.at("forced").get<bool>();
   d.pass = j.at("pass").get<std::string>();
   d.sound_alone = j.at("sound_alone").get<bool>();
+  d.refuted_at = j.at("refuted_at").get<std::string>();
   return d;
 }
 
@@ -113,7 +114,10 @@ CaseResult result_from_json(const json& j) {
 }
 
 json check_options_to_json(const CheckOptions& o) {
-  return {{"passes", o.passes}, {"completeness", o.completeness}, {"keep_graphs", o.keep_graphs}};
+  return {{"passes", o.passes},
+          {"completeness", o.completeness},
+          {"keep_graphs", o.keep_graphs},
+          {"prove_accepted", o.prove_accepted}};
 }
 
 CheckOptions check_options_from_json(const json& j) {
@@ -121,6 +125,7 @@ CheckOptions check_options_from_json(const json& j) {
   o.passes = j.at("passes").get<bool>();
   o.completeness = j.at("completeness").get<bool>();
   o.keep_graphs = j.at("keep_graphs").get<bool>();
+  o.prove_accepted = j.at("prove_accepted").get<bool>();
   return o;
 }
 

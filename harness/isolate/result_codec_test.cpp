@@ -36,5 +36,24 @@ TEST(ResultCodec, ACaseResultSurvivesTheTripToTheBit) {
   EXPECT_EQ(back.decisions.at(0).node, "%sdpa");
 }
 
+// The completeness proof's refutation and the gate's option travel too: a
+// worker's decision names the size that broke a forced rewrite.
+TEST(ResultCodec, ARefutedDecisionAndProveAcceptedSurviveTheTrip) {
+  CaseResult r;
+  r.verdict = Verdict::rejected;
+  Decision d;
+  d.node = "%sdpa";
+  d.deciding_rule = "unmasked-lengths";
+  d.refuted_at = "s0 = 3 (Lkv = Lq + 1; Lq 2, Lkv 3)";
+  r.decisions.push_back(d);
+  CaseResult back = result_from_json(result_to_json(r));
+  EXPECT_EQ(back.decisions.at(0).refuted_at, d.refuted_at);
+  EXPECT_FALSE(back.decisions.at(0).sound_alone);
+  CheckOptions o;
+  o.prove_accepted = true;
+  EXPECT_TRUE(check_options_from_json(check_options_to_json(o)).prove_accepted);
+  EXPECT_FALSE(check_options_from_json(check_options_to_json(CheckOptions{})).prove_accepted);
+}
+
 }  // namespace
 }  // namespace sdpa

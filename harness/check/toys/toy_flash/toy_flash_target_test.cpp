@@ -6,6 +6,8 @@
 
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/explain.h"
+#include "harness/campaign/gate.h"
 #include "harness/check/toys/toy_targets.h"
 #include "harness/io/json_reader.h"
 #include "oracles/dual_oracle.h"
@@ -76,6 +78,84 @@ TEST(ToyFlash, TheUnguardedPassIsCaughtAndShrunk) {
   EXPECT_TRUE(w->shrunk.is_causal);
   EXPECT_NE(s.Lq, s.Lkv);
   EXPECT_LE(s.Lq + s.Lkv, 3) << case_summary(w->shrunk);  // Lq 1, Lkv 2 or Lq 2, Lkv 1
+}
+
+// Causal bottom-right with Lq = s0 and Lkv = s1 independent in [1, 8],
+// run only where they are equal: there top-left and bottom-right agree.
+Case equal_at_runtime() {
+  Case c = causal_call(1, 1, CausalAlignment::bottom_right);
+  c.q_len = SymExpr::symbol("s0");
+  c.kv_len = SymExpr::symbol("s1");
+  c.symbols = {{"s0", {3, 1, 8}}, {"s1", {3, 1, 8}}};
+  c.runtime = {{{"s0", 3}, {"s1", 3}}, {{"s0", 5}, {"s1", 5}}};
+  return c;
+}
+
+constexpr const char* kRefuted = "s0 = 1, s1 = 3 (the min of s0; Lq 1, Lkv 3)";
+
+// The guard keeps the node (Lq == Lkv is not statically known); forced, the
+// top-left rewrite refines the entry at both runtime sizes, but not at
+// s0 = 1, a size in range no runtime entry tried: a right rejection, not a
+// missed rewrite, and the size that broke it is named.
+TEST(ToyFlashProof, AForcedRewriteSoundOnlyAtTheRuntimeSizesIsRejectedWithTheSizeThatBreaksIt) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "guarded"}});
+  CaseResult r = run_case(*target, *fixture().reference, equal_at_runtime());
+  EXPECT_EQ(r.verdict, Verdict::rejected);
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_FALSE(r.decisions[0].rewrite);
+  EXPECT_FALSE(r.decisions[0].sound_alone);
+  EXPECT_EQ(r.decisions[0].refuted_at, kRefuted);
+  // Deterministic: the same case gives the same proof.
+  EXPECT_EQ(run_case(*target, *fixture().reference, equal_at_runtime()).decisions[0].refuted_at, kRefuted);
+  // explain names it beside the decision.
+  CorpusEntry e;
+  e.target = "toy-flash";
+  e.options = target->options();
+  e.expect = "rejected";
+  e.c = equal_at_runtime();
+  const std::string text = explain_entry(e, fixture().registry, *fixture().reference);
+  EXPECT_NE(text.find(std::string("its forced rewrite refines the entry graph at every runtime size but not at ") +
+                      kRefuted + ": the guard is right to keep it"),
+            std::string::npos)
+      << text;
+}
+
+// The gate's newly-missed class uses the same proof: unguarded -> guarded
+// on that case was "newly missed" while only the runtime sizes counted;
+// with the proof the unguarded rewrite is unsound (at s0 = 1) and the
+// guarded keep fixes it. A case whose lengths are statically equal stays
+// unchanged (sound rewrite in both).
+TEST(ToyFlashProof, TheGateSortsARewriteUnsoundAtAnUntriedSizeAsFixedNotNewlyMissed) {
+  DecisionsFile sample;
+  sample.target = "toy-flash";
+  GateDecision d;
+  d.c = equal_at_runtime();
+  sample.decisions.push_back(d);
+  d.index = 1;
+  d.c.kv_len = d.c.q_len;
+  d.c.symbols.erase("s1");
+  d.c.runtime = {{{"s0", 3}}};
+  sample.decisions.push_back(d);
+  auto base = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  auto head = fixture().registry.make("toy-flash", {{"guard", "guarded"}});
+  const DecisionsFile b = record_decisions_on(*base, *fixture().reference, sample);
+  const DecisionsFile h = record_decisions_on(*head, *fixture().reference, sample);
+  ASSERT_EQ(b.decisions.size(), 2u);
+  EXPECT_TRUE(b.decisions[0].rewrite);
+  EXPECT_EQ(b.decisions[0].verdict, "pass") << "the unguarded rewrite passes at the runtime sizes";
+  EXPECT_FALSE(b.decisions[0].sound);
+  EXPECT_EQ(b.decisions[0].refuted_at, kRefuted);
+  EXPECT_FALSE(h.decisions[0].sound);
+  EXPECT_EQ(h.decisions[0].refuted_at, kRefuted);
+  GateComparison g = compare_decisions(b, h);
+  EXPECT_TRUE(g.changes[GateClass::newly_missed].empty());
+  ASSERT_EQ(g.changes[GateClass::unsound_fixed].size(), 1u);
+  EXPECT_EQ(g.changes[GateClass::unsound_fixed][0].head.index, 0);
+  EXPECT_EQ(g.unchanged, 1);
+  EXPECT_EQ(g.base_refuted, 1);
+  EXPECT_EQ(g.head_refuted, 1);
+  // The refutation travels through a decisions file.
+  EXPECT_EQ(decisions_from_json(decisions_to_json(h), "h.json").decisions[0].refuted_at, kRefuted);
 }
 
 }  // namespace
