@@ -189,9 +189,19 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   Shape score_shape(q.shape.begin(), q.shape.end() - 1);
   score_shape.push_back(s.Lkv);
   Shape ms = mask ? mask->shape : Shape{};
-  auto mstrides = strides_of(ms);
-  if (mask && !broadcast_shapes(ms, score_shape).has_value())
+  if (mask && (ms.size() > score_shape.size() || !broadcast_shapes(ms, score_shape).has_value()))
     refuse(a, "attn_mask " + shape_str(ms) + " does not broadcast to " + shape_str(score_shape));
+  // The mask read at score index [batch..., h, i, j]: per-dim strides, 0 where it broadcasts.
+  const std::vector<int64_t> mstrides = broadcast_strides(ms, score_shape.size());
+  const size_t batch_dims = score_shape.size() - 3;
+  auto mask_base = [&](int64_t b, int64_t h) {
+    int64_t offset = h * mstrides[batch_dims];
+    for (int64_t d = static_cast<int64_t>(batch_dims) - 1; d >= 0; --d) {
+      offset += (b % score_shape[d]) * mstrides[d];
+      b /= score_shape[d];
+    }
+    return offset;
+  };
   CounterStream drop(a.ctx.data_seed, "dropout");
   double keep_factor = n.scalar(t, 1.0 / (1.0 - dropout_p));
 
@@ -199,10 +209,10 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   out_shape.push_back(s.Ev);
   Tensor out(a.out_dtype(), out_shape);
   std::vector<double> qs(s.E), score(s.Lkv), p(s.Lkv);
-  std::vector<int64_t> idx(score_shape.size(), 0);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       int64_t hk = kv_head(a, s, h, gqa);
+      const double* mrow0 = mask ? mask->data.data() + mask_base(b, h) : nullptr;
       const double* kb = k.data.data() + (b * s.Hkv + hk) * s.Lkv * s.E;
       const double* vb = v.data.data() + (b * s.Hkv + hk) * s.Lkv * s.Ev;
       for (int64_t i = 0; i < s.Lq; ++i) {
@@ -223,13 +233,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           // a NaN or +inf score stays NaN.
           if (causal && j > i + (call.bottom_right ? s.Lkv - s.Lq : 0)) x += kNegInf;
           if (mask) {
-            // Index into the broadcast [batch..., Hq, Lq, Lkv] score tensor.
-            int64_t rem = (b * s.Hq + h) * s.Lq * s.Lkv + i * s.Lkv + j;
-            for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
-              idx[d] = rem % score_shape[d];
-              rem /= score_shape[d];
-            }
-            double m = mask->data[broadcast_offset(ms, mstrides, idx)];
+            const double m = mrow0[i * mstrides[batch_dims + 1] + j * mstrides[batch_dims + 2]];
             if (mask->dtype == DType::b8) x = m != 0.0 ? x : x + kNegInf;
             else x = n.op(t, x + m);
           }

@@ -94,5 +94,65 @@ TEST(ReferenceKernels, SdpaFullyMaskedRowIsZero) {
   EXPECT_GT(out.data[0], 3.0);
 }
 
+
+// Element [i0, i1, ...] of a row-major tensor of `shape`.
+double at(const Tensor& t, const std::vector<int64_t>& idx) {
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off = off * t.shape[d] + idx[d];
+  return t.data[off];
+}
+
+Tensor iota(DType t, Shape s) {
+  Tensor x(t, std::move(s));
+  for (int64_t i = 0; i < x.numel(); ++i) x.data[i] = static_cast<double>(i);
+  return x;
+}
+
+TEST(ReferenceKernels, PermuteExpandAndBroadcastReadTheRightElements) {
+  Tensor x = iota(DType::f64, {2, 3, 4, 5});
+  Tensor p = run(exact_kernels(), "aten.permute.default", {x}, {SymShape{SymExpr(2), SymExpr(0), SymExpr(3), SymExpr(1)}},
+                 DType::f64, {4, 2, 5, 3});
+  for (int64_t a = 0; a < 4; ++a)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t c = 0; c < 5; ++c)
+        for (int64_t d = 0; d < 3; ++d) ASSERT_EQ(at(p, {a, b, c, d}), at(x, {b, d, a, c}));
+  Tensor row = iota(DType::f64, {3, 1, 5});
+  Tensor e = run(exact_kernels(), "aten.expand.default", {row}, {SymShape{SymExpr(2), SymExpr(3), SymExpr(4), SymExpr(5)}},
+                 DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < e.numel(); ++f) {
+    const int64_t j = f % 5, h = (f / 20) % 3;
+    ASSERT_EQ(e.data[f], row.data[h * 5 + j]) << f;
+  }
+  // [2, 3, 4, 5] + [4, 1]: the second operand broadcasts over dims 0, 1 and 3.
+  Tensor col = iota(DType::f64, {4, 1});
+  Tensor sum = run(exact_kernels(), "aten.add.Tensor", {x, col}, {}, DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < sum.numel(); ++f) ASSERT_EQ(sum.data[f], x.data[f] + static_cast<double>((f / 5) % 4)) << f;
+  Tensor cond = tensor(DType::b8, {1, 5}, {1, 0, 1, 0, 0});
+  Tensor w = run(exact_kernels(), "aten.where.self", {cond, x, col}, {}, DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < w.numel(); ++f)
+    ASSERT_EQ(w.data[f], cond.data[f % 5] != 0 ? x.data[f] : static_cast<double>((f / 5) % 4)) << f;
+  Tensor scalar = tensor(DType::f64, {}, {7.0});
+  EXPECT_EQ(run(exact_kernels(), "aten.expand.default", {scalar}, {SymShape{SymExpr(2)}}, DType::f64, {2}).data,
+            (std::vector<double>{7.0, 7.0}));
+}
+
+// A mask broadcast over batch and head dims reads what the full-size mask
+// holds: the kernel's strided reads match an explicit expand.
+TEST(ReferenceKernels, SdpaReadsABroadcastMaskAsItsExpansion) {
+  const Shape qs{2, 3, 4, 2}, ks{2, 3, 5, 2};
+  Tensor q = iota(DType::f64, qs), k = iota(DType::f64, ks), v = iota(DType::f64, ks);
+  for (double& x : q.data) x = std::sin(x);
+  for (double& x : k.data) x = std::cos(x);
+  Tensor small(DType::f64, {2, 1, 4, 5});
+  for (int64_t i = 0; i < small.numel(); ++i) small.data[i] = std::sin(3.0 * i);
+  Tensor full(DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < full.numel(); ++f) full.data[f] = small.data[(f / 60) * 20 + f % 20];
+  for (const KernelSet* ks_ : {&exact_kernels(), &naive_kernels()}) {
+    Tensor a = run(*ks_, "aten.scaled_dot_product_attention.default", {q, k, v, small}, {0.0, false}, DType::f64, {2, 3, 4, 2});
+    Tensor b = run(*ks_, "aten.scaled_dot_product_attention.default", {q, k, v, full}, {0.0, false}, DType::f64, {2, 3, 4, 2});
+    EXPECT_EQ(a.data, b.data) << ks_->name();
+  }
+}
+
 }  // namespace
 }  // namespace sdpa
