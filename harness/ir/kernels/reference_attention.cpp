@@ -55,16 +55,17 @@ Tensor softmax(const KernelArgs& a, Num n, const Tensor& x, int64_t dim, DType o
       double mx = kNegInf;
       bool all_masked = true;
       for (int64_t i = 0; i < len; ++i) {
-        mx = std::fmax(mx, x.data[at(i)]);
+        if (mx < x.data[at(i)]) mx = x.data[at(i)];  // fmax: a NaN is passed over
         all_masked = all_masked && x.data[at(i)] == kNegInf;
       }
       if (safe && all_masked) {
         for (int64_t i = 0; i < len; ++i) r.data[at(i)] = 0.0;
         continue;
       }
-      double total = n.sum(acc, len, [&](int64_t i) { return n.exp(acc, x.data[at(i)] - mx); });
-      for (int64_t i = 0; i < len; ++i)
-        r.data[at(i)] = n.op(out, n.exp(acc, x.data[at(i)] - mx) / total);
+      // Each exp once, held in the result until the sum is known.
+      for (int64_t i = 0; i < len; ++i) r.data[at(i)] = n.exp(acc, x.data[at(i)] - mx);
+      double total = n.sum(acc, len, [&](int64_t i) { return r.data[at(i)]; });
+      for (int64_t i = 0; i < len; ++i) r.data[at(i)] = n.op(out, r.data[at(i)] / total);
     }
   return r;
 }
@@ -208,13 +209,15 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   Shape out_shape(q.shape.begin(), q.shape.end() - 1);
   out_shape.push_back(s.Ev);
   Tensor out(a.out_dtype(), out_shape);
-  std::vector<double> qs(s.E), score(s.Lkv), p(s.Lkv);
+  std::vector<double> qs(s.E), ks(n.exact() ? 0 : s.Lkv * s.E), score(s.Lkv), p(s.Lkv);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       int64_t hk = kv_head(a, s, h, gqa);
       const double* mrow0 = mask ? mask->data.data() + mask_base(b, h) : nullptr;
       const double* kb = k.data.data() + (b * s.Hkv + hk) * s.Lkv * s.E;
       const double* vb = v.data.data() + (b * s.Hkv + hk) * s.Lkv * s.Ev;
+      // k * sqrt(scale) in the op-math type, once per block rather than per query row.
+      for (size_t f = 0; f < ks.size(); ++f) ks[f] = n.op(t, kb[f] * sf);
       for (int64_t i = 0; i < s.Lq; ++i) {
         const double* qr = q.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.E;
         for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
@@ -225,9 +228,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           if (n.exact()) {
             x = n.sum(t, s.E, [&](int64_t e) { return qr[e] * kb[j * s.E + e]; }) * scale;
           } else {
-            x = n.store(t, n.sum(t, s.E, [&](int64_t e) {
-              return n.mul(t, qs[e], n.op(t, kb[j * s.E + e] * sf));
-            }));
+            x = n.store(t, n.sum(t, s.E, [&](int64_t e) { return n.mul(t, qs[e], ks[j * s.E + e]); }));
           }
           // Dropped keys get an additive -inf (aten's convert_boolean_attn_mask):
           // a NaN or +inf score stays NaN.
@@ -239,7 +240,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           }
           score[j] = x;
           all_masked = all_masked && x == kNegInf;
-          mx = std::fmax(mx, x);
+          if (mx < x) mx = x;  // fmax: a NaN is passed over
         }
         double* orow = out.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.Ev;
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
@@ -249,10 +250,12 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
             orow[e] = n.store(a.out_dtype(), n.sum(t, s.Lkv, [&](int64_t j) { return 0.0 * vb[j * s.Ev + e]; }));
           continue;
         }
-        double total = n.sum(t, s.Lkv, [&](int64_t j) { return n.exp(t, score[j] - mx); });
+        // Each weight's exp once: the sum and the normalized weight read it.
+        for (int64_t j = 0; j < s.Lkv; ++j) p[j] = n.exp(t, score[j] - mx);
+        double total = n.sum(t, s.Lkv, [&](int64_t j) { return p[j]; });
         if (logsumexp) logsumexp->data[row] = n.store(logsumexp->dtype, mx + std::log(total));
         for (int64_t j = 0; j < s.Lkv; ++j) {
-          p[j] = n.op(t, n.exp(t, score[j] - mx) / total);
+          p[j] = n.op(t, p[j] / total);
           if (dropout_p > 0) {
             uint64_t flat = static_cast<uint64_t>(((b * s.Hq + h) * s.Lq + i) * s.Lkv + j);
             p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : p[j] * 0.0;
