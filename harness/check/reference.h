@@ -2,6 +2,7 @@
 /// What the original call means (the golden output) and how far a kernel
 /// may stray from it (the error model). The harness asks through this
 /// interface; oracles/ implements it with an Eigen and a LibTorch oracle.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "harness/check/numerics.h"
 
 namespace sdpa {
+
+/// What a reference model derived from the call while computing a golden
+/// and reads again for its error bounds (oracles/: the Eigen oracle's
+/// per-row facts). Opaque to the harness, which only carries it.
+struct ReferenceCache {
+  virtual ~ReferenceCache() = default;
+};
 
 struct Golden {
   Tensor out;  // f64, [batch..., Hq, Lq, Ev]
@@ -27,6 +35,8 @@ struct Golden {
   /// Empty when the oracles agree; otherwise what differs, with numbers.
   std::string disagreement;
   double oracle_max_rel_diff = 0.0;
+  /// The model's own record of the call (shared by copies); may be null.
+  std::shared_ptr<const ReferenceCache> cache;
 };
 
 /// An absolute bound on |kernel - golden| for each output row, and every
