@@ -1,5 +1,6 @@
 // matmul, softmax, dropout and the naive scaled_dot_product_attention of
 // the reference kernel sets (current PyTorch semantics, NUMERICS.md).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -11,6 +12,35 @@ namespace sdpa::ref {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// One row of x @ y: acc[j] = sum_t x[t] * y[t, j] in the accumulator type,
+// each element summed over t in index order as Num::sum does, with y's rows
+// read contiguously (keys outer, columns inner).
+template <typename Acc, typename Mul>
+void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std::vector<Acc>& acc, Mul mul) {
+  std::fill(acc.begin(), acc.end(), Acc(0));
+  for (int64_t t = 0; t < kk; ++t) {
+    const double xt = x[t];
+    const double* yt = y + t * cols;
+    for (int64_t j = 0; j < cols; ++j) acc[j] += static_cast<Acc>(mul(xt, yt[j]));
+  }
+}
+
+// The m x cols block x @ y of one batch index, as Num::sum and Num::mul compute each element.
+void matmul_block(Num n, DType acc_of, DType out, const double* x, const double* y, int64_t m, int64_t kk,
+                  int64_t cols, double* r) {
+  auto rows = [&](auto zero, auto mul) {
+    std::vector<decltype(zero)> acc(cols);
+    for (int64_t i = 0; i < m; ++i) {
+      matmul_row(x + i * kk, y, kk, cols, acc, mul);
+      for (int64_t j = 0; j < cols; ++j) r[i * cols + j] = n.store(out, static_cast<double>(acc[j]));
+    }
+  };
+  auto product = [](double a, double b) { return a * b; };
+  if (n.exact()) rows(0.0L, product);
+  else if (accumulation_type(acc_of) == DType::f64) rows(0.0, product);
+  else rows(0.0f, [](double a, double b) { return static_cast<float>(a) * static_cast<float>(b); });
+}
 
 Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DType out) {
   if (x.dim() < 2 || y.dim() < 2) refuse(a, "matmul operands must have rank >= 2");
@@ -30,12 +60,7 @@ Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DTyp
   for_each_index(*batch, [&](const std::vector<int64_t>& idx) {
     const double* xp = x.data.data() + broadcast_offset(xb, xs, idx) * m * kk;
     const double* yp = y.data.data() + broadcast_offset(yb, ys, idx) * kk * cols;
-    double* rp = r.data.data() + b++ * m * cols;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        rp[i * cols + j] = n.store(out, n.sum(acc_of, kk, [&](int64_t t) {
-          return n.mul(acc_of, xp[i * kk + t], yp[t * cols + j]);
-        }));
+    matmul_block(n, acc_of, out, xp, yp, m, kk, cols, r.data.data() + b++ * m * cols);
   });
   return r;
 }
