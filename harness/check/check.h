@@ -17,7 +17,16 @@ struct CheckOptions {
   bool passes = true;         // false: identity self-check (entry graph as is)
   bool completeness = true;   // force kept nodes to look for missed rewrites
   bool keep_graphs = false;   // print graphs into the result
+  /// The second oracle (LibTorch) cross-checks every case when 1; when N > 1,
+  /// one case in N (chosen by a hash of the case's data seed) and every case
+  /// with a finding, a non-finite input or golden value, or a fully masked
+  /// row. The verdicts of every other case read the first oracle alone
+  /// either way, so no finding depends on it (README, Throughput).
+  int64_t oracle_sample = 1;
 };
+
+/// The oracle_sample `sdpacheck fuzz` and the throughput bench use unless told.
+constexpr int64_t kCampaignOracleSample = 16;
 
 /// Seconds spent per stage on one case.
 struct Timing {
@@ -48,6 +57,9 @@ struct CaseResult {
   Timing timing;
   std::vector<AccuracySample> accuracy;  // every accuracy comparison made
   std::map<std::string, int64_t> counters;  // Target::counters, once the passes ran
+  /// Both oracles gave their word on every golden the case computed (true
+  /// when it computed none).
+  bool oracle_cross_checked = true;
   /// The most severe finding; nullptr when there is none.
   const Finding* primary() const;
 };
