@@ -47,9 +47,12 @@ struct Num {
 
   // Exact numerics take exp in double: its 1-ulp error is far inside the
   // 1e-9 soundness tolerance, and long double exp costs several times more.
+  // Below -746 (double) and -104 (float) exp rounds to 0: returned without
+  // libm's underflow path, which sets errno for each such weight.
   double exp(DType t, double x) const {
-    if (exact() || accumulation_type(t) == DType::f64) return std::exp(x);
-    return std::exp(static_cast<float>(x));
+    if (exact() || accumulation_type(t) == DType::f64) return x < -746.0 ? 0.0 : std::exp(x);
+    const float f = static_cast<float>(x);
+    return f < -104.0f ? 0.0f : std::exp(f);
   }
 };
 

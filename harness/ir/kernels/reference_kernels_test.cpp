@@ -188,5 +188,23 @@ TEST(ReferenceKernels, MatmulSumsEachElementInOrderInItsAccumulator) {
       }
 }
 
+
+// Around the points where exp underflows to 0 (double near -745, float near
+// -103.97), softmax weights are exp's own values: 0 past them, subnormal before.
+TEST(ReferenceKernels, SoftmaxWeightsFollowExpThroughUnderflow) {
+  for (double x : {-700.0, -744.0, -745.1, -745.2, -746.0, -800.0, -static_cast<double>(INFINITY)}) {
+    Tensor s = tensor(DType::f64, {1, 2}, {0.0, x});
+    Tensor p = run(exact_kernels(), "aten._softmax.default", {s}, {int64_t{-1}, false}, DType::f64, {1, 2});
+    EXPECT_EQ(p.data[1], std::exp(x) / (1.0 + std::exp(x))) << x;
+  }
+  KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+  for (float x : {-87.0f, -103.0f, -103.9f, -104.0f, -104.1f, -150.0f}) {
+    Tensor s = tensor(DType::f32, {1, 2}, {0.0, x});
+    Tensor p = run(emulated, "aten._softmax.default", {s}, {int64_t{-1}, false}, DType::f32, {1, 2});
+    const float w = std::exp(x);
+    EXPECT_EQ(p.data[1], static_cast<double>(static_cast<float>(w / (1.0f + w)))) << x;
+  }
+}
+
 }  // namespace
 }  // namespace sdpa
