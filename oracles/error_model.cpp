@@ -220,6 +220,9 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
   const bool quantized = m.kind == KernelNumerics::Kind::quantized;
   const bool blocks = quantized || !cached;
   double worst = -1;
+  int64_t worst_row = -1;
+  RowInputs worst_inputs;
+  RowBound worst_bound;
   MatrixL scores, q, k, v;
   std::vector<long double> p(s.Lkv);
   for (int64_t b = 0; b < call.batch(); ++b)
@@ -243,15 +246,17 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
         RowBound rb = row_bound(m, r);
         eb.row_bound[row] = rb.bound;
         eb.row_typical[row] = rb.typical;
-        // The inputs printed are those of the largest finite bound.
+        // The inputs printed are those of the largest finite bound (described once, at the end).
         double rank = std::isfinite(rb.bound) ? rb.bound : -0.5;
         if (rank > worst) {
           worst = rank;
-          eb.inputs = describe(m, r, rb, row, rows);
+          worst_row = row;
+          worst_inputs = r;
+          worst_bound = rb;
         }
       }
     }
-  if (eb.inputs.is_null()) eb.inputs = describe_numerics(m);
+  eb.inputs = worst_row >= 0 ? describe(m, worst_inputs, worst_bound, worst_row, rows) : describe_numerics(m);
   return eb;
 }
 
