@@ -34,6 +34,7 @@ void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases, int jobs)
   o.cases = cases;
   o.isolate = jobs > 0;
   o.jobs = std::max(jobs, 1);
+  o.check.oracle_sample = kCampaignOracleSample;  // as sdpacheck fuzz
   TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
   double total = r.timing.generate + r.timing.oracle + r.timing.kernels + r.timing.compare;
   std::printf("%-10s %-10s %8lld cases %8.0f cases/s   generate %4.1f%%  oracle %4.1f%%  kernels %4.1f%%  compare %4.1f%%\n",

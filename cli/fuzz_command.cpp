@@ -38,6 +38,7 @@ struct FuzzArgs {
   bool no_corpus = false, no_timing = false, identity = false, fail_on_finding = false;
   bool record_warnings = false;
   int64_t stop_after = 0;
+  int64_t oracle_sample = kCampaignOracleSample;
   int jobs = 0;  // 0: the machine's cores (isolated), 1 in process
   IsolationArgs isolation;
   std::string resume;  // a run folder whose checkpoint the campaign continues from
@@ -50,7 +51,7 @@ nlohmann::json args_to_json(const FuzzArgs& a) {
           {"shard", a.shard},       {"shard_source", a.shard_source}, {"corpus", a.corpus},       {"policy", a.policy},
           {"junit", a.junit},       {"html", a.html},           {"no_corpus", a.no_corpus},
           {"no_timing", a.no_timing}, {"identity", a.identity}, {"fail_on_finding", a.fail_on_finding},
-          {"record_warnings", a.record_warnings}, {"stop_after", a.stop_after}, {"jobs", a.jobs},
+          {"record_warnings", a.record_warnings}, {"stop_after", a.stop_after}, {"jobs", a.jobs}, {"oracle_sample", a.oracle_sample},
           {"in_process", a.isolation.in_process}, {"case_timeout", a.isolation.case_timeout},
           {"rss_limit_mb", a.isolation.rss_limit_mb}};
 }
@@ -76,6 +77,7 @@ FuzzArgs args_from_json(const nlohmann::json& j) {
   j.at("record_warnings").get_to(a.record_warnings);
   j.at("stop_after").get_to(a.stop_after);
   j.at("jobs").get_to(a.jobs);
+  a.oracle_sample = j.value("oracle_sample", int64_t{1});  // a checkpoint from before sampling: every case
   j.at("in_process").get_to(a.isolation.in_process);
   j.at("case_timeout").get_to(a.isolation.case_timeout);
   j.at("rss_limit_mb").get_to(a.isolation.rss_limit_mb);
@@ -232,6 +234,7 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   opt.record_warnings = a.record_warnings;
   opt.stop_after = a.stop_after;
   opt.check.passes = !a.identity;
+  opt.check.oracle_sample = a.oracle_sample;
   opt.isolate = !a.isolation.in_process;
   opt.jobs = resolve_jobs(a);
   opt.limits = {a.isolation.case_timeout, a.isolation.rss_limit_mb};
@@ -321,6 +324,10 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--identity", args->identity, "identity self-check: run every target with its passes off");
   cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
   cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--oracle-sample", args->oracle_sample,
+                  "the LibTorch oracle cross-checks one case in N, and every case with a finding, non-finite "
+                  "data or golden, or a fully masked row (1: every case)")
+      ->check(CLI::PositiveNumber);
   add_isolation_options(cmd, args->isolation);
   cmd->add_option("--jobs", args->jobs,
                   "worker processes checking cases side by side (default: one per core); the run's "

@@ -3,6 +3,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "harness/ir/long_exp.h"
+
 namespace sdpa {
 namespace {
 
@@ -67,10 +69,20 @@ MatrixL AttentionCall::block(const Tensor& t, int64_t heads, int64_t b, int64_t 
                              int64_t dim) const {
   MatrixL m(len, dim);
   for (int64_t l = 0; l < len; ++l) {
-    int64_t row = c_.layout == Layout::bhsd ? (b * heads + h) * len + l : (b * len + l) * heads + h;
+    const int64_t row = row_index(heads, b, h, len, l);
     for (int64_t d = 0; d < dim; ++d) m(l, d) = t.data[row * dim + d];
   }
   return m;
+}
+
+const double* AttentionCall::query_row(int64_t b, int64_t h, int64_t l) const {
+  return t_.q.data.data() + row_index(s_.Hq, b, h, s_.Lq, l) * s_.E;
+}
+const double* AttentionCall::key_row(int64_t b, int64_t h, int64_t l) const {
+  return t_.k.data.data() + row_index(s_.Hkv, b, kv_head(h), s_.Lkv, l) * s_.E;
+}
+const double* AttentionCall::value_row(int64_t b, int64_t h, int64_t l) const {
+  return t_.v.data.data() + row_index(s_.Hkv, b, kv_head(h), s_.Lkv, l) * s_.Ev;
 }
 
 MatrixL AttentionCall::query(int64_t b, int64_t h) const {
@@ -93,29 +105,66 @@ int64_t AttentionCall::mask_base(int64_t b, int64_t h) const {
 }
 
 MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
+  MatrixL s;
+  scores_into(b, h, s);
+  return s;
+}
+
+void AttentionCall::scores_into(int64_t b, int64_t h, MatrixL& s) const {
   constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
-  // lazyProduct: plain dot products in index order, no blocking.
-  MatrixL s = query(b, h).lazyProduct(key(b, h).transpose());
-  s *= static_cast<long double>(c_.effective_scale());  // once, after the dot product
+  s.resize(s_.Lq, s_.Lkv);
+  const int64_t E = s_.E;
+  const long double scale = static_cast<long double>(c_.effective_scale());
+  for (int64_t i = 0; i < s_.Lq; ++i) {
+    const double* q = query_row(b, h, i);
+    for (int64_t j = 0; j < s_.Lkv; ++j) {
+      // As Eigen's coefficient-based product sums: from the first term, in order.
+      const double* k = key_row(b, h, j);
+      long double dot = E > 0 ? static_cast<long double>(q[0]) * static_cast<long double>(k[0]) : 0.0L;
+      for (int64_t e = 1; e < E; ++e) dot += static_cast<long double>(q[e]) * static_cast<long double>(k[e]);
+      s(i, j) = dot * scale;  // once, after the dot product
+    }
+  }
   // aten turns bool and causal masks into an additive 0 / -inf and adds it
   // (convert_boolean_attn_mask): a NaN or +inf score stays NaN where dropped.
   if (c_.is_causal)  // top-left keeps j <= i, bottom-right j <= i + Lkv - Lq, start-pos j <= i + start_pos
     for (int64_t i = 0; i < s_.Lq; ++i)
       for (int64_t j = 0; j < s_.Lkv; ++j)
         if (!c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) s(i, j) += kNegInf;
-  if (!t_.mask) return s;
+  if (!t_.mask) return;
   const Tensor& mask = *t_.mask;
   const int64_t base = mask_base(b, h), si = mask_strides_.end()[-2], sj = mask_strides_.back();
+  const bool is_bool = mask.dtype == DType::b8;
   for (int64_t i = 0; i < s_.Lq; ++i)
     for (int64_t j = 0; j < s_.Lkv; ++j) {
-      double m = mask.data[base + i * si + j * sj];
-      if (mask.dtype == DType::b8) {
+      const double m = mask.data[base + i * si + j * sj];
+      if (is_bool) {
         if (m == 0.0) s(i, j) += kNegInf;  // bool: true keeps
       } else {
         s(i, j) += m;
       }
     }
-  return s;
+}
+
+bool softmax_row(const long double* scores, int64_t n, long double* p, long double& max) {
+  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+  constexpr long double kTiny = std::numeric_limits<double>::denorm_min() / 2.0L;
+  max = kNegInf;
+  bool all_masked = true;
+  for (int64_t j = 0; j < n; ++j) {
+    // fmax without its call: the row max starts at -inf and is never NaN,
+    // and a NaN score still reaches exp() below.
+    if (max < scores[j]) max = scores[j];
+    all_masked = all_masked && scores[j] == kNegInf;
+  }
+  if (all_masked) return false;
+  long double total = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const long double w = exp_long(scores[j] - max);
+    total += p[j] = w < kTiny ? 0.0L : w;
+  }
+  for (int64_t j = 0; j < n; ++j) p[j] /= total;
+  return true;
 }
 
 }  // namespace sdpa

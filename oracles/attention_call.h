@@ -33,10 +33,22 @@ class AttentionCall {
   MatrixL key(int64_t b, int64_t h) const;    // [Lkv, E], of query head h's kv head
   MatrixL value(int64_t b, int64_t h) const;  // [Lkv, Ev], of query head h's kv head
   /// (q . k) * scale, then the causal rule and the mask: [Lq, Lkv], -inf
-  /// where a key is dropped, the additive mask added elsewhere.
+  /// where a key is dropped, the additive mask added elsewhere. The dot
+  /// products sum q_e k_e in long double in index order.
   MatrixL scores(int64_t b, int64_t h) const;
+  /// The same into `s`, resized (its storage reused across blocks).
+  void scores_into(int64_t b, int64_t h, MatrixL& s) const;
+  /// Row l of head h of batch b of q, k or v (their last dim contiguous).
+  const double* query_row(int64_t b, int64_t h, int64_t l) const;
+  const double* key_row(int64_t b, int64_t h, int64_t l) const;    // of query head h's kv head
+  const double* value_row(int64_t b, int64_t h, int64_t l) const;  // of query head h's kv head
 
  private:
+  /// Offset of row l of head h of batch b of a tensor with `heads` heads
+  /// and `len` rows per head, in the case's layout, in units of rows.
+  int64_t row_index(int64_t heads, int64_t b, int64_t h, int64_t len, int64_t l) const {
+    return c_.layout == Layout::bhsd ? (b * heads + h) * len + l : (b * len + l) * heads + h;
+  }
   /// Head h of batch b of a tensor with `heads` heads, in the case's layout.
   MatrixL block(const Tensor& t, int64_t heads, int64_t b, int64_t h, int64_t len,
                 int64_t dim) const;
@@ -48,5 +60,12 @@ class AttentionCall {
   ConcreteSizes s_;
   std::vector<int64_t> mask_strides_;  // per score dim, 0 where the mask broadcasts
 };
+
+/// Softmax of one row of n scores into p (aten._safe_softmax in long double),
+/// its largest score into `max` (NaN scores ignored, as fmax does); false
+/// when every score is -inf (fully masked: p is left untouched). A weight
+/// below double's range is 0, as in aten (f64 and narrower): 0 times an inf
+/// of V is NaN, where long double's tiny weight would give inf.
+bool softmax_row(const long double* scores, int64_t n, long double* p, long double& max);
 
 }  // namespace sdpa

@@ -37,6 +37,9 @@ class DualOracle : public ReferenceModel {
   /// Where they differ by more than 1e-12 of that, a row may still differ by
   /// its float64 error bound (error_model.h): LibTorch computes in float64.
   Golden golden(const Case& c, const CaseTensors& t, const Assignment& at) const override;
+  /// The Eigen golden alone; cross_check() adds the LibTorch comparison.
+  Golden unchecked_golden(const Case& c, const CaseTensors& t, const Assignment& at) const override;
+  void cross_check(const Case& c, const CaseTensors& t, const Assignment& at, Golden& g) const override;
   using ReferenceModel::bound;
   ErrorBound bound(const Case& c, const CaseTensors& t, const Golden& g,
                    const KernelNumerics& numerics) const override;

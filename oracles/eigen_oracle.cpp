@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "oracles/attention_call.h"
+#include "oracles/row_facts.h"
 
 namespace sdpa {
 namespace {
@@ -14,29 +15,6 @@ void check_sizes(const ConcreteSizes& got, const ConcreteSizes& want) {
       got.Lkv != want.Lkv || got.E != want.E || got.Ev != want.Ev ||
       got.mask_shape != want.mask_shape)
     throw std::invalid_argument("eigen oracle: the tensors do not have the case's sizes");
-}
-
-// Softmax of one score row into `p`, its largest score into `max`; false
-// when every score is -inf (the row is fully masked and its weights stay 0).
-bool softmax_row(const MatrixL& s, int64_t i, MatrixL& p, long double& max) {
-  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
-  max = kNegInf;
-  bool all_masked = true;
-  for (int64_t j = 0; j < s.cols(); ++j) {
-    max = std::fmax(max, s(i, j));  // NaN scores still reach exp() below
-    all_masked = all_masked && s(i, j) == kNegInf;
-  }
-  if (all_masked) return false;
-  long double total = 0;
-  // A weight below double's range is 0, as in aten (f64 and narrower): 0
-  // times an inf of V is NaN, where long double's tiny weight would give inf.
-  constexpr long double kTiny = std::numeric_limits<double>::denorm_min() / 2.0L;
-  for (int64_t j = 0; j < s.cols(); ++j) {
-    const long double w = std::exp(s(i, j) - max);
-    total += p(i, j) = w < kTiny ? 0.0L : w;
-  }
-  p.row(i) /= total;
-  return true;
 }
 
 }  // namespace
@@ -51,30 +29,46 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
   g.out = Tensor(DType::f64, out_shape);
   g.fully_masked.assign(call.rows(), 0);
   g.row_max_score.assign(call.rows(), 0.0);
+  auto facts = std::make_shared<CallFacts>();
+  facts->rows.resize(call.rows());
   const CounterStream dropout(c.data.seed, "dropout");
   const long double keep_factor = 1.0L / (1.0L - static_cast<long double>(c.dropout_p));
+  MatrixL scores, p(s.Lq, s.Lkv);  // reused by every (batch, head) block
+  std::vector<long double> acc(s.Ev);
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
-      const MatrixL scores = call.scores(b, h);
-      MatrixL p = MatrixL::Zero(s.Lq, s.Lkv);
+      call.scores_into(b, h, scores);
+      const KeyNorms norms = key_norms(call, b, h);
+      double* dst = g.out.data.data() + (b * s.Hq + h) * s.Lq * s.Ev;
       for (int64_t i = 0; i < s.Lq; ++i) {
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
+        long double* pi = p.data() + i * s.Lkv;
         long double max = 0;
-        g.fully_masked[row] = !softmax_row(scores, i, p, max);
+        const bool kept = softmax_row(scores.data() + i * s.Lkv, s.Lkv, pi, max);
+        if (!kept) std::fill(pi, pi + s.Lkv, 0.0L);
+        g.fully_masked[row] = !kept;
         g.row_max_score[row] = static_cast<double>(max);
-        if (c.dropout_p <= 0) continue;
+        facts->rows[row] = row_facts(call, b, h, i, scores.data() + i * s.Lkv, pi, norms);
         // A product, not a select: like aten's dropout, NaN * 0 stays NaN.
-        for (int64_t j = 0; j < s.Lkv; ++j)
-          p(i, j) *= dropout_keep(dropout, row * s.Lkv + j, c.dropout_p) ? keep_factor : 0.0L;
-      }
-      MatrixL out = p.lazyProduct(call.value(b, h));
-      double* dst = g.out.data.data() + (b * s.Hq + h) * s.Lq * s.Ev;
-      // A fully masked row has weights 0, and aten still multiplies them
-      // into V (_safe_softmax, then matmul): 0, or NaN where V holds inf or NaN.
-      for (int64_t i = 0; i < s.Lq; ++i) {
-        for (int64_t e = 0; e < s.Ev; ++e) dst[i * s.Ev + e] = static_cast<double>(out(i, e));
+        if (c.dropout_p > 0)
+          for (int64_t j = 0; j < s.Lkv; ++j)
+            pi[j] *= dropout_keep(dropout, row * s.Lkv + j, c.dropout_p) ? keep_factor : 0.0L;
+        // P @ V summed as Eigen's coefficient-based product does: from the
+        // first term, in key order. A fully masked row has weights 0, and
+        // aten still multiplies them into V (_safe_softmax, then matmul):
+        // 0, or NaN where V holds inf or NaN.
+        std::fill(acc.begin(), acc.end(), 0.0L);
+        for (int64_t j = 0; j < s.Lkv; ++j) {
+          const double* v = call.value_row(b, h, j);
+          for (int64_t e = 0; e < s.Ev; ++e) {
+            const long double term = pi[j] * static_cast<long double>(v[e]);
+            acc[e] = j == 0 ? term : acc[e] + term;
+          }
+        }
+        for (int64_t e = 0; e < s.Ev; ++e) dst[i * s.Ev + e] = static_cast<double>(acc[e]);
       }
     }
+  g.cache = std::move(facts);
   return g;
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "oracles/attention_call.h"
+#include "oracles/row_facts.h"
 
 namespace sdpa {
 namespace {
@@ -35,38 +36,6 @@ struct RowBound {
   bool capped = false;
 };
 
-// Softmax weights of row i; empty when the row is fully masked. Double is
-// ample: the weights only scale the bound's terms.
-std::vector<long double> weights(const MatrixL& scores, int64_t i) {
-  long double mx = -std::numeric_limits<long double>::infinity();
-  for (int64_t j = 0; j < scores.cols(); ++j) mx = std::fmax(mx, scores(i, j));
-  std::vector<long double> p(scores.cols(), 0.0L);
-  if (!std::isfinite(mx)) return {};
-  double total = 0;
-  for (int64_t j = 0; j < scores.cols(); ++j) {
-    const double x = std::exp(static_cast<double>(scores(i, j) - mx));
-    p[j] = x;
-    total += x;
-  }
-  for (auto& x : p) x /= total;
-  return p;
-}
-
-// Per key of one (batch, head) block: |k_j| and max_e |v_je|, computed once
-// for all its query rows.
-struct KeyNorms {
-  std::vector<double> k, v;
-};
-
-KeyNorms key_norms(const MatrixL& k, const MatrixL& v) {
-  KeyNorms n;
-  for (int64_t j = 0; j < k.rows(); ++j) {
-    n.k.push_back(static_cast<double>(k.row(j).norm()));
-    n.v.push_back(v.cols() ? static_cast<double>(v.row(j).cwiseAbs().maxCoeff()) : 0.0);
-  }
-  return n;
-}
-
 // Quantized terms of one row: the logit error and the largest output term.
 void quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& k, const MatrixL& v,
                      const std::vector<long double>& p, int64_t i, double rel, RowInputs& r) {
@@ -93,45 +62,31 @@ void quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& k, co
   }
 }
 
-RowInputs row_inputs(const Model& m, const MatrixL& scores, const MatrixL& q, const MatrixL& k,
-                     const MatrixL& v, const KeyNorms& norms, int64_t i, const double* g_row, int64_t Ev) {
+// What the bound reads of one row: the facts (the oracle's, or computed
+// here the same way), the golden row, and for quantized numerics the terms
+// of the quantization steps.
+RowInputs row_inputs(const RowFacts& f, const double* g_row, int64_t Ev) {
   RowInputs r;
-  r.qn = static_cast<double>(q.row(i).norm());
-  r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
-  long double row_max = -std::numeric_limits<long double>::infinity();
-  for (int64_t j = 0; j < scores.cols(); ++j) {
-    long double s = scores(i, j);
-    if (s == -std::numeric_limits<long double>::infinity()) continue;
-    ++r.n;
-    row_max = std::fmax(row_max, s);
-    r.finite = r.finite && std::isfinite(s);
-    r.kn = std::fmax(r.kn, norms.k[j]);
-    r.vmax = std::fmax(r.vmax, norms.v[j]);
-  }
-  // Keys more than 40 below the max weigh < e^-40: their logit errors do not count.
-  for (int64_t j = 0; j < scores.cols() && r.n > 0; ++j)
-    if (scores(i, j) >= row_max - 40)
-      r.M = std::fmax(r.M, static_cast<double>(std::fabs(scores(i, j))));
+  r.n = f.n;
+  r.qn = f.qn;
+  r.kn = f.kn;
+  r.M = f.M;
+  r.vmax = f.vmax;
+  r.W = f.W;
+  r.finite = f.finite;
   for (int64_t e = 0; e < Ev; ++e) {
     r.finite = r.finite && std::isfinite(g_row[e]);
     r.g_max = std::fmax(r.g_max, std::fabs(g_row[e]));
   }
-  r.finite = r.finite && std::isfinite(r.qn) && std::isfinite(r.kn) && std::isfinite(r.vmax);
-  if (!r.finite || r.n == 0) return r;
-  const std::vector<long double> p = weights(scores, i);
-  std::vector<double> w(Ev, 0.0);  // sum_j p_j |v_je|, keys outer for row-major v
-  for (int64_t j = 0; j < scores.cols(); ++j) {
-    if (p[j] == 0) continue;
-    const double pj = static_cast<double>(p[j]);
-    for (int64_t e = 0; e < Ev; ++e) w[e] += pj * std::fabs(static_cast<double>(v(j, e)));
-  }
-  for (double x : w) r.W = std::fmax(r.W, x);
-  if (m.kind == KernelNumerics::Kind::quantized) {
-    quantized_terms(m, scores, k, v, p, i, -1, r);
-    const double rel = std::expm1(2 * r.qlogit) + (r.n + 2) * unit_roundoff(m.quant.softmax);
-    quantized_terms(m, scores, k, v, p, i, rel, r);
-  }
   return r;
+}
+
+void add_quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& q, const MatrixL& k,
+                         const MatrixL& v, const std::vector<long double>& p, int64_t i, RowInputs& r) {
+  r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
+  quantized_terms(m, scores, k, v, p, i, -1, r);
+  const double rel = std::expm1(2 * r.qlogit) + (r.n + 2) * unit_roundoff(m.quant.softmax);
+  quantized_terms(m, scores, k, v, p, i, rel, r);
 }
 
 RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
@@ -261,27 +216,50 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
   ErrorBound eb;
   eb.row_bound.resize(call.rows());
   eb.row_typical.resize(call.rows());
+  // The oracle's facts where the golden carries them (float and exact
+  // numerics read nothing else); otherwise each block's scores and weights.
+  const auto* cached = dynamic_cast<const CallFacts*>(g.cache.get());
+  if (cached && static_cast<int64_t>(cached->rows.size()) != call.rows()) cached = nullptr;
+  const bool quantized = m.kind == KernelNumerics::Kind::quantized;
+  const bool blocks = quantized || !cached;
   double worst = -1;
+  int64_t worst_row = -1;
+  RowInputs worst_inputs;
+  RowBound worst_bound;
+  MatrixL scores, q, k, v;
+  std::vector<long double> p(s.Lkv);
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
-      const MatrixL scores = call.scores(b, h), q = call.query(b, h), k = call.key(b, h),
-                    v = call.value(b, h);
-      const KeyNorms norms = key_norms(k, v);
+      KeyNorms norms;
+      if (blocks) {
+        call.scores_into(b, h, scores);
+        norms = key_norms(call, b, h);
+      }
+      if (quantized) q = call.query(b, h), k = call.key(b, h), v = call.value(b, h);
       for (int64_t i = 0; i < s.Lq; ++i) {
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
-        RowInputs r = row_inputs(m, scores, q, k, v, norms, i, g.out.data.data() + row * s.Ev, s.Ev);
+        RowFacts own;
+        if (blocks) {
+          long double max = 0;
+          if (!softmax_row(scores.data() + i * s.Lkv, s.Lkv, p.data(), max)) std::fill(p.begin(), p.end(), 0.0L);
+          own = row_facts(call, b, h, i, scores.data() + i * s.Lkv, p.data(), norms);
+        }
+        RowInputs r = row_inputs(blocks ? own : cached->rows[row], g.out.data.data() + row * s.Ev, s.Ev);
+        if (quantized && r.finite && r.n > 0) add_quantized_terms(m, scores, q, k, v, p, i, r);
         RowBound rb = row_bound(m, r);
         eb.row_bound[row] = rb.bound;
         eb.row_typical[row] = rb.typical;
-        // The inputs printed are those of the largest finite bound.
+        // The inputs printed are those of the largest finite bound (described once, at the end).
         double rank = std::isfinite(rb.bound) ? rb.bound : -0.5;
         if (rank > worst) {
           worst = rank;
-          eb.inputs = describe(m, r, rb, row, rows);
+          worst_row = row;
+          worst_inputs = r;
+          worst_bound = rb;
         }
       }
     }
-  if (eb.inputs.is_null()) eb.inputs = describe_numerics(m);
+  eb.inputs = worst_row >= 0 ? describe(m, worst_inputs, worst_bound, worst_row, rows) : describe_numerics(m);
   return eb;
 }
 

@@ -152,5 +152,37 @@ TEST(ErrorModel, NaiveLowPrecisionKernelsStayWithinTheBound) {
   EXPECT_GT(worst_ratio, 1e-3);  // the bound is not vacuous
 }
 
+
+// The oracle hands the error model its per-row facts (Golden::cache); a
+// golden without them gets the same facts computed from the call: the same
+// bound, row by row, for every kind of numerics and varied cases (masks,
+// causal, dropout, GQA, bshd, non-finite data).
+TEST(ErrorModel, TheOraclesFactsGiveTheBoundComputedWithoutThem) {
+  std::vector<KernelNumerics> kinds = {KernelNumerics::naive(DType::f64), KernelNumerics::naive(DType::bf16),
+                                       KernelNumerics::upcast(DType::f16, true), KernelNumerics::upcast(DType::bf16, false)};
+  KernelNumerics exact = KernelNumerics::naive(DType::f64);
+  exact.kind = KernelNumerics::Kind::exact;
+  kinds.push_back(exact);
+  int rows = 0;
+  for (uint64_t i = 0; i < 300; ++i) {
+    Case c = varied_case(i);
+    for (const Assignment& at : c.runs()) {
+      CaseTensors t = make_case_tensors(c, at);
+      if (i % 7 == 3 && t.k.numel() > 0) t.k.data[0] = i % 2 ? INFINITY : NAN;
+      Golden with = eigen_golden(c, t, at), without = with;
+      ASSERT_NE(with.cache, nullptr);
+      without.cache.reset();
+      for (const KernelNumerics& n : kinds) {
+        ErrorBound a = error_bound(c, t, with, n), b = error_bound(c, t, without, n);
+        ASSERT_EQ(a.row_bound, b.row_bound) << "case " << i << " " << case_summary(c);
+        ASSERT_EQ(a.row_typical, b.row_typical) << "case " << i;
+        ASSERT_EQ(a.inputs, b.inputs) << "case " << i;
+        rows += static_cast<int>(a.row_bound.size());
+      }
+    }
+  }
+  EXPECT_GT(rows, 1000);
+}
+
 }  // namespace
 }  // namespace sdpa::test

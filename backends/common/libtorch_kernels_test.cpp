@@ -69,5 +69,20 @@ TEST(LibtorchKernels, HalfIsUnsupportedNotComputedAnotherWay) {
   }
 }
 
+
+// f64 inputs are read in place (no copy into ATen): the graph leaves them
+// as they were, and its result is the same as from copies of them.
+TEST(LibtorchKernels, F64InputsAreReadInPlaceAndLeftAsTheyWere) {
+  Case c = masked_case(DType::f64);
+  Graph d = MathDecompositionPass(Mutant::none).run(sdpa_entry_graph(c), c.shape_env()).graph;
+  const std::map<std::string, Tensor> in = inputs(c);
+  const std::map<std::string, Tensor> copy = in;
+  Tensor a = interpret(d, libtorch_kernels(), in, {}).outputs[0];
+  Tensor b = interpret(d, libtorch_kernels(), copy, {}).outputs[0];
+  EXPECT_EQ(a.data, b.data);
+  for (const auto& [name, t] : in) EXPECT_EQ(t.data, inputs(c).at(name).data) << name;
+  EXPECT_EQ(a.dtype, DType::f64);
+}
+
 }  // namespace
 }  // namespace sdpa

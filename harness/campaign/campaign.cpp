@@ -132,7 +132,9 @@ class TargetCampaign {
     return o.str();
   }
 
-  CaseResult check(const Case& c) {
+  CaseResult check(const Case& c) { return check(c, opt_.check); }
+
+  CaseResult check(const Case& c, const CheckOptions& options) {
     try {
       validate_case(c);
     } catch (const InputError& e) {
@@ -145,7 +147,7 @@ class TargetCampaign {
       r.findings.push_back(f);
       return r;
     }
-    return evaluate(c, opt_.check);
+    return evaluate(c, options);
   }
 
   // run_case, in the worker when isolated; a case that ended the worker
@@ -262,13 +264,18 @@ class TargetCampaign {
   }
 
   void record(int64_t i, const rc::Shrinkable<Case>& s, const std::string& key) {
+    // Shrinking cross-checks every candidate: an oracle disagreement on a
+    // candidate that otherwise passes is then the same failure, as it is
+    // without sampling.
+    CheckOptions every = opt_.check;
+    every.oracle_sample = 1;
     auto same_failure = [&](const Case& candidate) {
-      CaseResult r = check(candidate);
+      CaseResult r = check(candidate, every);
       const Finding* f = r.primary();
       return f && f->failure_key() == key;
     };
     auto [shrunk, steps] = shrink_case(s, same_failure, opt_.max_shrink_steps);
-    CheckOptions keep = opt_.check;
+    CheckOptions keep = every;
     keep.keep_graphs = true;
     CaseResult final_result = evaluate(shrunk, keep);
     const Finding* f = final_result.primary();

@@ -59,6 +59,14 @@ class CaseChecker {
   // Tensors and golden outputs at every run, from the SDPA call the entry
   // graph means; false on oracle disagreement.
   bool prepare();
+  // Whether the second oracle checks this case up front: every case, or
+  // one in opt_.oracle_sample by a hash of its data seed.
+  bool sampled_for_cross_check() const;
+  // The second oracle's word, after the checks, on a case it was not
+  // sampled for: a case with a finding, non-finite data or golden, or a
+  // fully masked row. On disagreement the result is what prepare() gives.
+  void cross_check_late();
+  bool needs_cross_check() const;
 
   // The entry graph run exactly at every run: the reference the rewritten
   // graph must refine. Where the entry means an SDPA call, it must match

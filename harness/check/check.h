@@ -23,7 +23,16 @@ struct CheckOptions {
   /// campaign: the soundness verdict is judged at the runtime sizes, and
   /// proving every accepted node would cost a rerun per proof size.
   bool prove_accepted = false;
+  /// The second oracle (LibTorch) cross-checks every case when 1; when N > 1,
+  /// one case in N (chosen by a hash of the case's data seed) and every case
+  /// with a finding, a non-finite input or golden value, or a fully masked
+  /// row. The verdicts of every other case read the first oracle alone
+  /// either way, so no finding depends on it (README, Throughput).
+  int64_t oracle_sample = 1;
 };
+
+/// The oracle_sample `sdpacheck fuzz` and the throughput bench use unless told.
+constexpr int64_t kCampaignOracleSample = 16;
 
 /// Seconds spent per stage on one case.
 struct Timing {
@@ -54,6 +63,9 @@ struct CaseResult {
   Timing timing;
   std::vector<AccuracySample> accuracy;  // every accuracy comparison made
   std::map<std::string, int64_t> counters;  // Target::counters, once the passes ran
+  /// Both oracles gave their word on every golden the case computed (true
+  /// when it computed none).
+  bool oracle_cross_checked = true;
   /// The most severe finding; nullptr when there is none.
   const Finding* primary() const;
 };

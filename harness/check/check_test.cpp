@@ -130,6 +130,103 @@ Verdict verdict_of(Rewrite extra, Raise raises = Raise::no, bool invariant = fal
 
 TEST(Checks, AFaithfulRewritePasses) { EXPECT_EQ(verdict_of(nullptr), Verdict::pass); }
 
+// ToyReference with its disagreement found by a second oracle that runs
+// only when asked (cross_check), counted.
+class TwoOracleReference : public ToyReference {
+ public:
+  explicit TwoOracleReference(bool disagree) : ToyReference(false), disagree_(disagree) {}
+  Golden golden(const Case& c, const CaseTensors& t, const Assignment& at) const override {
+    Golden g = unchecked_golden(c, t, at);
+    cross_check(c, t, at, g);
+    return g;
+  }
+  Golden unchecked_golden(const Case& c, const CaseTensors& t, const Assignment& at) const override {
+    Golden g = ToyReference::golden(c, t, at);
+    g.cross_checked = false;
+    return g;
+  }
+  void cross_check(const Case&, const CaseTensors&, const Assignment&, Golden& g) const override {
+    ++cross_checks;
+    if (disagree_) g.disagreement = "planted";
+    g.cross_checked = true;
+  }
+  mutable int cross_checks = 0;
+
+ private:
+  bool disagree_;
+};
+
+CheckOptions sampled(int64_t n) {
+  CheckOptions o;
+  o.oracle_sample = n;
+  return o;
+}
+
+// One case in N is cross-checked up front, chosen by its data seed: a
+// planted disagreement on a passing case with finite data is found on
+// those cases only, and on every case without sampling.
+TEST(Checks, TheSecondOracleChecksASampleOfPassingCases) {
+  ToyTarget t(nullptr, Raise::no, false);
+  TwoOracleReference ref(true);
+  int found = 0;
+  for (uint64_t seed = 0; seed < 320; ++seed) {
+    Case c = toy_case();
+    c.data.seed = seed;
+    EXPECT_EQ(run_case(t, ref, c).verdict, Verdict::oracle_disagree);
+    CaseResult r = run_case(t, ref, c, sampled(16));
+    EXPECT_EQ(r.oracle_cross_checked, r.verdict == Verdict::oracle_disagree);
+    if (r.verdict == Verdict::oracle_disagree) {
+      ++found;
+    } else {
+      EXPECT_EQ(r.verdict, Verdict::pass);
+    }
+  }
+  EXPECT_GT(found, 5);   // about 20 of 320
+  EXPECT_LT(found, 50);
+}
+
+// A case with a finding gets both oracles' word whatever the sample, and
+// its result is the one full cross-checking gives: the disagreement alone
+// where they disagree, the finding where they agree.
+TEST(Checks, AFailingCaseIsCrossCheckedWhateverTheSample) {
+  auto unsound = [](Graph& g, ValueRef x) { return g.call("aten.mul.Scalar", {x, 1.5}, {}, {g.info(x)}); };
+  ToyTarget t(unsound, Raise::no, false);
+  for (bool disagree : {false, true}) {
+    TwoOracleReference ref(disagree);
+    for (uint64_t seed = 0; seed < 40; ++seed) {
+      Case c = toy_case();
+      c.data.seed = seed;
+      CaseResult every = run_case(t, ref, c), few = run_case(t, ref, c, sampled(1000000));
+      EXPECT_EQ(few.verdict, disagree ? Verdict::oracle_disagree : Verdict::unsound_rewrite);
+      EXPECT_TRUE(few.oracle_cross_checked);
+      ASSERT_EQ(few.findings.size(), every.findings.size());
+      for (size_t i = 0; i < few.findings.size(); ++i)
+        EXPECT_EQ(few.findings[i].signature(), every.findings[i].signature());
+      EXPECT_EQ(few.decisions.size(), every.decisions.size());
+    }
+  }
+}
+
+// Non-finite data is where oracles are most likely to part: such a case
+// is cross-checked even when it passes.
+TEST(Checks, ACaseWithNonFiniteDataIsCrossChecked) {
+  ToyTarget t(nullptr, Raise::no, false);
+  TwoOracleReference agree(false), disagree(true);
+  Case c = toy_case();
+  c.data.special = SpecialData{SpecialValue::nan, "v", SpecialPlace::elements, 1};
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    c.data.seed = seed;
+    EXPECT_EQ(run_case(t, disagree, c, sampled(1000000)).verdict, Verdict::oracle_disagree);
+    CaseResult r = run_case(t, agree, c, sampled(1000000));
+    EXPECT_TRUE(r.oracle_cross_checked);
+  }
+  Case finite = toy_case();
+  const int before = agree.cross_checks;
+  CaseResult r = run_case(t, agree, finite, sampled(1000000));
+  EXPECT_EQ(r.verdict, Verdict::pass);
+  EXPECT_EQ(agree.cross_checks, before + (r.oracle_cross_checked ? 1 : 0));
+}
+
 TEST(Checks, OracleDisagreementIsTheVerdict) {
   EXPECT_EQ(verdict_of(nullptr, Raise::no, false, true), Verdict::oracle_disagree);
 }

@@ -2,6 +2,7 @@
 /// What the original call means (the golden output) and how far a kernel
 /// may stray from it (the error model). The harness asks through this
 /// interface; oracles/ implements it with an Eigen and a LibTorch oracle.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "harness/check/numerics.h"
 
 namespace sdpa {
+
+/// What a reference model derived from the call while computing a golden
+/// and reads again for its error bounds (oracles/: the Eigen oracle's
+/// per-row facts). Opaque to the harness, which only carries it.
+struct ReferenceCache {
+  virtual ~ReferenceCache() = default;
+};
 
 struct Golden {
   Tensor out;  // f64, [batch..., Hq, Lq, Ev]
@@ -27,6 +35,11 @@ struct Golden {
   /// Empty when the oracles agree; otherwise what differs, with numbers.
   std::string disagreement;
   double oracle_max_rel_diff = 0.0;
+  /// The model's own record of the call (shared by copies); may be null.
+  std::shared_ptr<const ReferenceCache> cache;
+  /// False while a model with a second oracle has not compared it yet
+  /// (ReferenceModel::unchecked_golden): `disagreement` is then unknown.
+  bool cross_checked = true;
 };
 
 /// An absolute bound on |kernel - golden| for each output row, and every
@@ -44,8 +57,19 @@ class ReferenceModel {
  public:
   virtual ~ReferenceModel() = default;
   virtual std::string name() const = 0;
-  /// The golden output at one runtime size, from the case and its tensors alone.
+  /// The golden output at one runtime size, from the case and its tensors
+  /// alone, cross-checked where the model has a second oracle.
   virtual Golden golden(const Case& c, const CaseTensors& t, const Assignment& at) const = 0;
+  /// The same golden before that cross-check (cross_checked false), which
+  /// cross_check() runs later; a model with one oracle has none to leave.
+  virtual Golden unchecked_golden(const Case& c, const CaseTensors& t, const Assignment& at) const {
+    return golden(c, t, at);
+  }
+  /// Compares `g` (from unchecked_golden for the same call) with the second
+  /// oracle: fills g.disagreement and sets g.cross_checked.
+  virtual void cross_check(const Case& c, const CaseTensors& t, const Assignment& at, Golden& g) const {
+    g.cross_checked = true;
+  }
   /// The error model for a kernel set computing as `numerics` declares
   /// (NUMERICS.md); finite for every kind but none.
   virtual ErrorBound bound(const Case& c, const CaseTensors& t, const Golden& g,

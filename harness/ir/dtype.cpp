@@ -81,7 +81,7 @@ bool is_floating(DType t) {
 
 bool is_integral(DType t) { return t == DType::i8 || t == DType::i32 || t == DType::i64; }
 
-double round_to(DType t, double x) {
+double round_to_other(DType t, double x) {
   switch (t) {
     case DType::f64: return x;
     case DType::f32: return static_cast<double>(static_cast<float>(x));
@@ -119,12 +119,6 @@ double lowest(DType t) {
     case DType::b8: return 0;
     default: return -format_of(t).max_finite;
   }
-}
-
-DType accumulation_type(DType t) {
-  if (t == DType::f16 || t == DType::bf16) return DType::f32;
-  if (t == DType::i8) return DType::i32;
-  return t;
 }
 
 }  // namespace sdpa

@@ -17,7 +17,13 @@ bool is_integral(DType t);  // i8, i32, i64 (not bool)
 
 /// Rounds x to the nearest value of type t (ties to even, IEEE overflow to
 /// inf for floats, saturation for integers, != 0 for bool). f64 is identity.
-double round_to(DType t, double x);
+/// Inline for f64 and f32 (a hardware conversion): kernels call it per element.
+double round_to_other(DType t, double x);
+inline double round_to(DType t, double x) {
+  if (t == DType::f64) return x;
+  if (t == DType::f32) return static_cast<double>(static_cast<float>(x));
+  return round_to_other(t, x);
+}
 
 /// Unit roundoff u = 2^-p of a floating type (f32: 2^-24, bf16: 2^-8).
 double unit_roundoff(DType t);
@@ -31,6 +37,10 @@ double lowest(DType t);
 
 /// The type a naive kernel accumulates in for inputs of type t: f32 for the
 /// 16-bit floats (as ATen's CPU kernels do), t otherwise.
-DType accumulation_type(DType t);
+inline DType accumulation_type(DType t) {
+  if (t == DType::f16 || t == DType::bf16) return DType::f32;
+  if (t == DType::i8) return DType::i32;
+  return t;
+}
 
 }  // namespace sdpa

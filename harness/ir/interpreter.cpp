@@ -1,5 +1,7 @@
 #include "harness/ir/interpreter.h"
 
+#include <stdexcept>
+
 #include "harness/ir/graph_printer.h"
 
 namespace sdpa {
@@ -8,48 +10,72 @@ namespace {
 class Interpreter {
  public:
   Interpreter(const Graph& g, const KernelSet& k, const RunContext& ctx)
-      : g_(g), kernels_(k), ctx_(ctx), values_(g.nodes.size()) {}
+      : g_(g), kernels_(k), ctx_(ctx), values_(g.nodes.size()), borrowed_(g.nodes.size(), nullptr) {}
 
+  // Placeholders and constants are read where they are (the caller's input,
+  // the graph's buffer), not copied; outputs move out of the run.
   Execution run(const std::map<std::string, Tensor>* by_name,
                 const std::vector<const Tensor*>* by_position, bool keep) {
     int placeholder = 0;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       if (n.op == "placeholder") {
-        values_[i] = {bind(n, by_name, by_position, placeholder++)};
+        borrowed_[i] = bind(n, by_name, by_position, placeholder++);
+        check_meta(n, borrowed_[i], 1);
       } else if (n.op == "get_attr") {
-        values_[i] = {g_.constants.at(std::get<std::string>(n.args.at(0)))};
+        borrowed_[i] = &g_.constants.at(std::get<std::string>(n.args.at(0)));
+        check_meta(n, borrowed_[i], 1);
       } else {
         values_[i] = call(n);
+        check_meta(n, values_[i].data(), values_[i].size());
       }
-      check_meta(n, values_[i]);
       release_dead(static_cast<int>(i), keep);
     }
     Execution e;
-    for (const auto& o : g_.outputs) e.outputs.push_back(values_.at(o.node).at(o.output));
-    if (keep) e.values = std::move(values_);
+    for (size_t k = 0; k < g_.outputs.size(); ++k) {
+      const ValueRef& o = g_.outputs[k];
+      bool again = false;  // a value output twice is copied, not moved
+      for (size_t later = k + 1; later < g_.outputs.size(); ++later)
+        again = again || (g_.outputs[later].node == o.node && g_.outputs[later].output == o.output);
+      if (borrowed_.at(o.node) || keep || again) e.outputs.push_back(value(o));
+      else e.outputs.push_back(std::move(values_.at(o.node).at(o.output)));
+    }
+    if (keep) {
+      for (size_t i = 0; i < g_.nodes.size(); ++i)
+        if (borrowed_[i]) values_[i] = {*borrowed_[i]};
+      e.values = std::move(values_);
+    }
     return e;
   }
 
  private:
-  Tensor bind(const Node& n, const std::map<std::string, Tensor>* by_name,
-              const std::vector<const Tensor*>* by_position, int index) {
+  const Tensor* bind(const Node& n, const std::map<std::string, Tensor>* by_name,
+                     const std::vector<const Tensor*>* by_position, int index) {
     const std::string& input = std::get<std::string>(n.args.at(0));
     if (by_name) {
       auto it = by_name->find(input);
       if (it == by_name->end()) throw GraphError("no input bound to placeholder %" + n.name);
-      return it->second;
+      return &it->second;
     }
     if (index >= static_cast<int>(by_position->size()))
       throw GraphError("no operand for subgraph placeholder %" + n.name);
-    return *(*by_position)[index];
+    return (*by_position)[index];
+  }
+
+  // Output o.output of node o.node: a placeholder's or constant's one value, or a computed one.
+  const Tensor& value(const ValueRef& o) const {
+    if (const Tensor* t = borrowed_.at(o.node)) {
+      if (o.output != 0) throw std::out_of_range("%" + g_.nodes[o.node].name + " has one output");
+      return *t;
+    }
+    return values_.at(o.node).at(o.output);
   }
 
   Value resolve(const Arg& a) const {
     struct R {
       const Interpreter& self;
       Value operator()(const None&) const { return None{}; }
-      Value operator()(ValueRef v) const { return &self.values_.at(v.node).at(v.output); }
+      Value operator()(ValueRef v) const { return &self.value(v); }
       Value operator()(bool b) const { return b; }
       Value operator()(int64_t i) const { return i; }
       Value operator()(double d) const { return d; }
@@ -92,12 +118,12 @@ class Interpreter {
     return interpret_positional(branch, kernels_, operands, ctx_).outputs;
   }
 
-  void check_meta(const Node& n, const std::vector<Tensor>& got) const {
-    if (got.size() != n.outputs.size())
+  void check_meta(const Node& n, const Tensor* got, size_t count) const {
+    if (count != n.outputs.size())
       throw GraphError("%" + n.name + " (" + n.op + "): kernel returned " +
-                       std::to_string(got.size()) + " outputs, the node declares " +
+                       std::to_string(count) + " outputs, the node declares " +
                        std::to_string(n.outputs.size()));
-    for (size_t i = 0; i < got.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       Shape want = eval_shape(n.outputs[i].shape, ctx_.sizes);
       if (got[i].shape != want || got[i].dtype != n.outputs[i].dtype)
         throw GraphError("%" + n.name + " (" + n.op + "): output " + std::to_string(i) + " is " +
@@ -134,6 +160,7 @@ class Interpreter {
   const KernelSet& kernels_;
   const RunContext& ctx_;
   std::vector<std::vector<Tensor>> values_;
+  std::vector<const Tensor*> borrowed_;  // placeholders and constants: not copied
   std::vector<int> last_use_;
   std::vector<std::vector<int>> dead_after_;
 };

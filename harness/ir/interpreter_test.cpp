@@ -72,5 +72,35 @@ TEST(Interpreter, KeepsEveryValueWhenAsked) {
   EXPECT_EQ(e.values[1][0].data, (std::vector<double>{2, 4}));
 }
 
+
+// Inputs are read in place and outputs move out: a graph that returns its
+// input, or one value twice, still hands back copies the caller owns, and
+// keep_values holds the placeholders' values too.
+TEST(Interpreter, OutputsAreTheCallersWhateverTheyAlias) {
+  Graph g;
+  ValueRef x = g.placeholder("x", {DType::f32, {SymExpr(2)}});
+  ValueRef a = g.call("aten.mul.Scalar", {x, 2.0}, {}, {{DType::f32, {SymExpr(2)}}});
+  g.outputs = {x, a, a};
+  const std::map<std::string, Tensor> inputs = {{"x", vec({1, 2})}};
+  for (bool keep : {false, true}) {
+    Execution e = interpret(g, exact_kernels(), inputs, {}, keep);
+    ASSERT_EQ(e.outputs.size(), 3u);
+    EXPECT_EQ(e.outputs[0].data, (std::vector<double>{1, 2}));
+    EXPECT_EQ(e.outputs[1].data, (std::vector<double>{2, 4}));
+    EXPECT_EQ(e.outputs[2].data, (std::vector<double>{2, 4}));
+    if (keep) {
+      ASSERT_EQ(e.values.size(), 2u);
+      EXPECT_EQ(e.values[0][0].data, (std::vector<double>{1, 2}));
+      EXPECT_EQ(e.values[1][0].data, (std::vector<double>{2, 4}));
+    }
+  }
+  EXPECT_EQ(inputs.at("x").data, (std::vector<double>{1, 2}));
+  // A placeholder's second output does not exist.
+  Graph bad;
+  ValueRef y = bad.placeholder("x", {DType::f32, {SymExpr(2)}});
+  bad.outputs = {ValueRef{y.node, 1}};
+  EXPECT_THROW(interpret(bad, exact_kernels(), inputs, {}), std::out_of_range);
+}
+
 }  // namespace
 }  // namespace sdpa

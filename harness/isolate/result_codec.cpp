@@ -91,7 +91,8 @@ json result_to_json(const CaseResult& r) {
           {"graph_after", r.graph_after},
           {"timing", {r.timing.generate, r.timing.oracle, r.timing.kernels, r.timing.compare}},
           {"accuracy", accuracy},
-          {"counters", r.counters}};
+          {"counters", r.counters},
+          {"oracle_cross_checked", r.oracle_cross_checked}};
 }
 
 CaseResult result_from_json(const json& j) {
@@ -110,6 +111,7 @@ CaseResult result_from_json(const json& j) {
                           a.at(4).get<double>()});
   }
   r.counters = j.at("counters").get<std::map<std::string, int64_t>>();
+  r.oracle_cross_checked = j.at("oracle_cross_checked").get<bool>();
   return r;
 }
 
@@ -117,7 +119,8 @@ json check_options_to_json(const CheckOptions& o) {
   return {{"passes", o.passes},
           {"completeness", o.completeness},
           {"keep_graphs", o.keep_graphs},
-          {"prove_accepted", o.prove_accepted}};
+          {"prove_accepted", o.prove_accepted},
+          {"oracle_sample", o.oracle_sample}};
 }
 
 CheckOptions check_options_from_json(const json& j) {
@@ -126,6 +129,7 @@ CheckOptions check_options_from_json(const json& j) {
   o.completeness = j.at("completeness").get<bool>();
   o.keep_graphs = j.at("keep_graphs").get<bool>();
   o.prove_accepted = j.at("prove_accepted").get<bool>();
+  o.oracle_sample = j.at("oracle_sample").get<int64_t>();
   return o;
 }
 

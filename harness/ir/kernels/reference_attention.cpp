@@ -1,5 +1,6 @@
 // matmul, softmax, dropout and the naive scaled_dot_product_attention of
 // the reference kernel sets (current PyTorch semantics, NUMERICS.md).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -11,6 +12,35 @@ namespace sdpa::ref {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// One row of x @ y: acc[j] = sum_t x[t] * y[t, j] in the accumulator type,
+// each element summed over t in index order as Num::sum does, with y's rows
+// read contiguously (keys outer, columns inner).
+template <typename Acc, typename Mul>
+void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std::vector<Acc>& acc, Mul mul) {
+  std::fill(acc.begin(), acc.end(), Acc(0));
+  for (int64_t t = 0; t < kk; ++t) {
+    const double xt = x[t];
+    const double* yt = y + t * cols;
+    for (int64_t j = 0; j < cols; ++j) acc[j] += static_cast<Acc>(mul(xt, yt[j]));
+  }
+}
+
+// The m x cols block x @ y of one batch index, as Num::sum and Num::mul compute each element.
+void matmul_block(Num n, DType acc_of, DType out, const double* x, const double* y, int64_t m, int64_t kk,
+                  int64_t cols, double* r) {
+  auto rows = [&](auto zero, auto mul) {
+    std::vector<decltype(zero)> acc(cols);
+    for (int64_t i = 0; i < m; ++i) {
+      matmul_row(x + i * kk, y, kk, cols, acc, mul);
+      for (int64_t j = 0; j < cols; ++j) r[i * cols + j] = n.store(out, static_cast<double>(acc[j]));
+    }
+  };
+  auto product = [](double a, double b) { return a * b; };
+  if (n.exact()) rows(0.0L, product);
+  else if (accumulation_type(acc_of) == DType::f64) rows(0.0, product);
+  else rows(0.0f, [](double a, double b) { return static_cast<float>(a) * static_cast<float>(b); });
+}
 
 Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DType out) {
   if (x.dim() < 2 || y.dim() < 2) refuse(a, "matmul operands must have rank >= 2");
@@ -30,12 +60,7 @@ Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DTyp
   for_each_index(*batch, [&](const std::vector<int64_t>& idx) {
     const double* xp = x.data.data() + broadcast_offset(xb, xs, idx) * m * kk;
     const double* yp = y.data.data() + broadcast_offset(yb, ys, idx) * kk * cols;
-    double* rp = r.data.data() + b++ * m * cols;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        rp[i * cols + j] = n.store(out, n.sum(acc_of, kk, [&](int64_t t) {
-          return n.mul(acc_of, xp[i * kk + t], yp[t * cols + j]);
-        }));
+    matmul_block(n, acc_of, out, xp, yp, m, kk, cols, r.data.data() + b++ * m * cols);
   });
   return r;
 }
@@ -55,16 +80,17 @@ Tensor softmax(const KernelArgs& a, Num n, const Tensor& x, int64_t dim, DType o
       double mx = kNegInf;
       bool all_masked = true;
       for (int64_t i = 0; i < len; ++i) {
-        mx = std::fmax(mx, x.data[at(i)]);
+        if (mx < x.data[at(i)]) mx = x.data[at(i)];  // fmax: a NaN is passed over
         all_masked = all_masked && x.data[at(i)] == kNegInf;
       }
       if (safe && all_masked) {
         for (int64_t i = 0; i < len; ++i) r.data[at(i)] = 0.0;
         continue;
       }
-      double total = n.sum(acc, len, [&](int64_t i) { return n.exp(acc, x.data[at(i)] - mx); });
-      for (int64_t i = 0; i < len; ++i)
-        r.data[at(i)] = n.op(out, n.exp(acc, x.data[at(i)] - mx) / total);
+      // Each exp once, held in the result until the sum is known.
+      for (int64_t i = 0; i < len; ++i) r.data[at(i)] = n.exp(acc, x.data[at(i)] - mx);
+      double total = n.sum(acc, len, [&](int64_t i) { return r.data[at(i)]; });
+      for (int64_t i = 0; i < len; ++i) r.data[at(i)] = n.op(out, r.data[at(i)] / total);
     }
   return r;
 }
@@ -189,22 +215,34 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   Shape score_shape(q.shape.begin(), q.shape.end() - 1);
   score_shape.push_back(s.Lkv);
   Shape ms = mask ? mask->shape : Shape{};
-  auto mstrides = strides_of(ms);
-  if (mask && !broadcast_shapes(ms, score_shape).has_value())
+  if (mask && (ms.size() > score_shape.size() || !broadcast_shapes(ms, score_shape).has_value()))
     refuse(a, "attn_mask " + shape_str(ms) + " does not broadcast to " + shape_str(score_shape));
+  // The mask read at score index [batch..., h, i, j]: per-dim strides, 0 where it broadcasts.
+  const std::vector<int64_t> mstrides = broadcast_strides(ms, score_shape.size());
+  const size_t batch_dims = score_shape.size() - 3;
+  auto mask_base = [&](int64_t b, int64_t h) {
+    int64_t offset = h * mstrides[batch_dims];
+    for (int64_t d = static_cast<int64_t>(batch_dims) - 1; d >= 0; --d) {
+      offset += (b % score_shape[d]) * mstrides[d];
+      b /= score_shape[d];
+    }
+    return offset;
+  };
   CounterStream drop(a.ctx.data_seed, "dropout");
   double keep_factor = n.scalar(t, 1.0 / (1.0 - dropout_p));
 
   Shape out_shape(q.shape.begin(), q.shape.end() - 1);
   out_shape.push_back(s.Ev);
   Tensor out(a.out_dtype(), out_shape);
-  std::vector<double> qs(s.E), score(s.Lkv), p(s.Lkv);
-  std::vector<int64_t> idx(score_shape.size(), 0);
+  std::vector<double> qs(s.E), ks(n.exact() ? 0 : s.Lkv * s.E), score(s.Lkv), p(s.Lkv);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       int64_t hk = kv_head(a, s, h, gqa);
+      const double* mrow0 = mask ? mask->data.data() + mask_base(b, h) : nullptr;
       const double* kb = k.data.data() + (b * s.Hkv + hk) * s.Lkv * s.E;
       const double* vb = v.data.data() + (b * s.Hkv + hk) * s.Lkv * s.Ev;
+      // k * sqrt(scale) in the op-math type, once per block rather than per query row.
+      for (size_t f = 0; f < ks.size(); ++f) ks[f] = n.op(t, kb[f] * sf);
       for (int64_t i = 0; i < s.Lq; ++i) {
         const double* qr = q.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.E;
         for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
@@ -215,27 +253,19 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           if (n.exact()) {
             x = n.sum(t, s.E, [&](int64_t e) { return qr[e] * kb[j * s.E + e]; }) * scale;
           } else {
-            x = n.store(t, n.sum(t, s.E, [&](int64_t e) {
-              return n.mul(t, qs[e], n.op(t, kb[j * s.E + e] * sf));
-            }));
+            x = n.store(t, n.sum(t, s.E, [&](int64_t e) { return n.mul(t, qs[e], ks[j * s.E + e]); }));
           }
           // Dropped keys get an additive -inf (aten's convert_boolean_attn_mask):
           // a NaN or +inf score stays NaN.
           if (causal && j > i + (call.bottom_right ? s.Lkv - s.Lq : 0)) x += kNegInf;
           if (mask) {
-            // Index into the broadcast [batch..., Hq, Lq, Lkv] score tensor.
-            int64_t rem = (b * s.Hq + h) * s.Lq * s.Lkv + i * s.Lkv + j;
-            for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
-              idx[d] = rem % score_shape[d];
-              rem /= score_shape[d];
-            }
-            double m = mask->data[broadcast_offset(ms, mstrides, idx)];
+            const double m = mrow0[i * mstrides[batch_dims + 1] + j * mstrides[batch_dims + 2]];
             if (mask->dtype == DType::b8) x = m != 0.0 ? x : x + kNegInf;
             else x = n.op(t, x + m);
           }
           score[j] = x;
           all_masked = all_masked && x == kNegInf;
-          mx = std::fmax(mx, x);
+          if (mx < x) mx = x;  // fmax: a NaN is passed over
         }
         double* orow = out.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.Ev;
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
@@ -245,10 +275,12 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
             orow[e] = n.store(a.out_dtype(), n.sum(t, s.Lkv, [&](int64_t j) { return 0.0 * vb[j * s.Ev + e]; }));
           continue;
         }
-        double total = n.sum(t, s.Lkv, [&](int64_t j) { return n.exp(t, score[j] - mx); });
+        // Each weight's exp once: the sum and the normalized weight read it.
+        for (int64_t j = 0; j < s.Lkv; ++j) p[j] = n.exp(t, score[j] - mx);
+        double total = n.sum(t, s.Lkv, [&](int64_t j) { return p[j]; });
         if (logsumexp) logsumexp->data[row] = n.store(logsumexp->dtype, mx + std::log(total));
         for (int64_t j = 0; j < s.Lkv; ++j) {
-          p[j] = n.op(t, n.exp(t, score[j] - mx) / total);
+          p[j] = n.op(t, p[j] / total);
           if (dropout_p > 0) {
             uint64_t flat = static_cast<uint64_t>(((b * s.Hq + h) * s.Lq + i) * s.Lkv + j);
             p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : p[j] * 0.0;

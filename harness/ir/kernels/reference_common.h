@@ -1,7 +1,8 @@
 #pragma once
 /// Shared pieces of the reference kernels: rounding policy and iteration.
+#include <array>
 #include <cmath>
-#include <functional>
+#include <vector>
 
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -46,14 +47,66 @@ struct Num {
 
   // Exact numerics take exp in double: its 1-ulp error is far inside the
   // 1e-9 soundness tolerance, and long double exp costs several times more.
+  // Below -746 (double) and -104 (float) exp rounds to 0: returned without
+  // libm's underflow path, which sets errno for each such weight.
   double exp(DType t, double x) const {
-    if (exact() || accumulation_type(t) == DType::f64) return std::exp(x);
-    return std::exp(static_cast<float>(x));
+    if (exact() || accumulation_type(t) == DType::f64) return x < -746.0 ? 0.0 : std::exp(x);
+    const float f = static_cast<float>(x);
+    return f < -104.0f ? 0.0f : std::exp(f);
   }
 };
 
-/// Calls f(index) for every multi-index of `shape`, in row-major order.
-void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f);
+/// Calls f(index) for every multi-index of `shape`, in row-major order. A
+/// template, not a std::function: it runs once per element.
+template <typename F>
+void for_each_index(const Shape& shape, F&& f) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  const int64_t n = numel_of(shape);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    f(static_cast<const std::vector<int64_t>&>(idx));
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Strides that read a tensor of `shape` broadcast to rank `rank`: 0 where a
+/// dim is 1 or missing (NumPy broadcasting), the row-major stride elsewhere.
+std::vector<int64_t> broadcast_strides(const Shape& shape, size_t rank);
+
+/// Calls f(offsets) for every multi-index of `shape` in row-major order,
+/// offsets[s] = sum_d index[d] * strides[s][d]: each source's offset kept
+/// incrementally (a strided copy or broadcast reads no index vector).
+template <size_t N, typename F>
+void for_each_offsets(const Shape& shape, const std::array<std::vector<int64_t>, N>& strides, F&& f) {
+  const int64_t n = numel_of(shape);
+  std::array<int64_t, N> off{};
+  if (n == 0) return;
+  if (shape.empty()) {
+    f(static_cast<const std::array<int64_t, N>&>(off));
+    return;
+  }
+  const int64_t r = static_cast<int64_t>(shape.size()), inner = shape[r - 1];
+  std::array<int64_t, N> step;
+  for (size_t s = 0; s < N; ++s) step[s] = strides[s][r - 1];
+  std::vector<int64_t> idx(r, 0);
+  for (;;) {
+    std::array<int64_t, N> at = off;
+    for (int64_t j = 0; j < inner; ++j) {
+      f(static_cast<const std::array<int64_t, N>&>(at));
+      for (size_t s = 0; s < N; ++s) at[s] += step[s];
+    }
+    int64_t d = r - 2;
+    for (; d >= 0; --d) {
+      for (size_t s = 0; s < N; ++s) off[s] += strides[s][d];
+      if (++idx[d] < shape[d]) break;
+      for (size_t s = 0; s < N; ++s) off[s] -= idx[d] * strides[s][d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
 
 /// Normalizes a possibly negative dim against rank r; throws GraphError.
 int64_t wrap_dim(int64_t d, int64_t r, const Node& node);

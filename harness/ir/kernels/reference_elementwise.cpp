@@ -16,11 +16,12 @@ Tensor broadcast_binary(const KernelArgs& a, const Tensor& x, const Tensor& y, D
     for (int64_t i = 0; i < r.numel(); ++i) r.data[i] = f(x.data[i], y.data[i]);
     return r;
   }
-  auto xs = strides_of(x.shape), ys = strides_of(y.shape);
-  int64_t flat = 0;
-  for_each_index(*shape, [&](const std::vector<int64_t>& idx) {
-    r.data[flat++] = f(x.data[broadcast_offset(x.shape, xs, idx)],
-                       y.data[broadcast_offset(y.shape, ys, idx)]);
+  std::array<std::vector<int64_t>, 2> src{broadcast_strides(x.shape, shape->size()),
+                                          broadcast_strides(y.shape, shape->size())};
+  double* out_data = r.data.data();
+  const double *xd = x.data.data(), *yd = y.data.data();
+  for_each_offsets(*shape, src, [&](const std::array<int64_t, 2>& off) {
+    *out_data++ = f(xd[off[0]], yd[off[1]]);
   });
   return r;
 }
@@ -84,14 +85,14 @@ void add_elementwise_kernels(KernelSet& k, Num n) {
     if (!shape) refuse(a, "where: condition and values do not broadcast");
     DType t = a.out_dtype();
     Tensor r(t, *shape);
-    auto cs = strides_of(c.shape), xs = strides_of(x.shape), ys = strides_of(y.shape);
-    int64_t flat = 0;
-    for_each_index(*shape, [&](const std::vector<int64_t>& idx) {
-      bool take_x = c.data[broadcast_offset(c.shape, cs, idx)] != 0.0;
-      r.data[flat++] = n.store(t, take_x ? x.data[broadcast_offset(x.shape, xs, idx)]
-                                         : y.data[broadcast_offset(y.shape, ys, idx)]);
+    const size_t rank = shape->size();
+    std::array<std::vector<int64_t>, 3> src{broadcast_strides(c.shape, rank), broadcast_strides(x.shape, rank),
+                                            broadcast_strides(y.shape, rank)};
+    double* out = r.data.data();
+    for_each_offsets(*shape, src, [&](const std::array<int64_t, 3>& off) {
+      *out++ = n.store(t, c.data[off[0]] != 0.0 ? x.data[off[1]] : y.data[off[2]]);
     });
-    return std::vector<Tensor>{r};
+    return std::vector<Tensor>{std::move(r)};
   });
   k.add("aten._to_copy.default", [n](const KernelArgs& a) {
     DType t = a.kwarg_dtype("dtype").value_or(a.out_dtype());

@@ -5,17 +5,12 @@
 namespace sdpa {
 namespace ref {
 
-void for_each_index(const Shape& shape,
-                    const std::function<void(const std::vector<int64_t>&)>& f) {
-  std::vector<int64_t> idx(shape.size(), 0);
-  int64_t n = numel_of(shape);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    f(idx);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
+std::vector<int64_t> broadcast_strides(const Shape& shape, size_t rank) {
+  std::vector<int64_t> out(rank, 0);
+  const std::vector<int64_t> own = strides_of(shape);
+  const size_t skip = rank - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) out[skip + d] = shape[d] == 1 ? 0 : own[d];
+  return out;
 }
 
 int64_t wrap_dim(int64_t d, int64_t r, const Node& node) {

@@ -107,5 +107,117 @@ TEST(ReferenceKernels, SdpaFullyMaskedRowIsZero) {
   EXPECT_GT(out.data[0], 3.0);
 }
 
+
+// Element [i0, i1, ...] of a row-major tensor of `shape`.
+double at(const Tensor& t, const std::vector<int64_t>& idx) {
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off = off * t.shape[d] + idx[d];
+  return t.data[off];
+}
+
+Tensor iota(DType t, Shape s) {
+  Tensor x(t, std::move(s));
+  for (int64_t i = 0; i < x.numel(); ++i) x.data[i] = static_cast<double>(i);
+  return x;
+}
+
+TEST(ReferenceKernels, PermuteExpandAndBroadcastReadTheRightElements) {
+  Tensor x = iota(DType::f64, {2, 3, 4, 5});
+  Tensor p = run(exact_kernels(), "aten.permute.default", {x}, {SymShape{SymExpr(2), SymExpr(0), SymExpr(3), SymExpr(1)}},
+                 DType::f64, {4, 2, 5, 3});
+  for (int64_t a = 0; a < 4; ++a)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t c = 0; c < 5; ++c)
+        for (int64_t d = 0; d < 3; ++d) ASSERT_EQ(at(p, {a, b, c, d}), at(x, {b, d, a, c}));
+  Tensor row = iota(DType::f64, {3, 1, 5});
+  Tensor e = run(exact_kernels(), "aten.expand.default", {row}, {SymShape{SymExpr(2), SymExpr(3), SymExpr(4), SymExpr(5)}},
+                 DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < e.numel(); ++f) {
+    const int64_t j = f % 5, h = (f / 20) % 3;
+    ASSERT_EQ(e.data[f], row.data[h * 5 + j]) << f;
+  }
+  // [2, 3, 4, 5] + [4, 1]: the second operand broadcasts over dims 0, 1 and 3.
+  Tensor col = iota(DType::f64, {4, 1});
+  Tensor sum = run(exact_kernels(), "aten.add.Tensor", {x, col}, {}, DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < sum.numel(); ++f) ASSERT_EQ(sum.data[f], x.data[f] + static_cast<double>((f / 5) % 4)) << f;
+  Tensor cond = tensor(DType::b8, {1, 5}, {1, 0, 1, 0, 0});
+  Tensor w = run(exact_kernels(), "aten.where.self", {cond, x, col}, {}, DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < w.numel(); ++f)
+    ASSERT_EQ(w.data[f], cond.data[f % 5] != 0 ? x.data[f] : static_cast<double>((f / 5) % 4)) << f;
+  Tensor scalar = tensor(DType::f64, {}, {7.0});
+  EXPECT_EQ(run(exact_kernels(), "aten.expand.default", {scalar}, {SymShape{SymExpr(2)}}, DType::f64, {2}).data,
+            (std::vector<double>{7.0, 7.0}));
+}
+
+// A mask broadcast over batch and head dims reads what the full-size mask
+// holds: the kernel's strided reads match an explicit expand.
+TEST(ReferenceKernels, SdpaReadsABroadcastMaskAsItsExpansion) {
+  const Shape qs{2, 3, 4, 2}, ks{2, 3, 5, 2};
+  Tensor q = iota(DType::f64, qs), k = iota(DType::f64, ks), v = iota(DType::f64, ks);
+  for (double& x : q.data) x = std::sin(x);
+  for (double& x : k.data) x = std::cos(x);
+  Tensor small(DType::f64, {2, 1, 4, 5});
+  for (int64_t i = 0; i < small.numel(); ++i) small.data[i] = std::sin(3.0 * i);
+  Tensor full(DType::f64, {2, 3, 4, 5});
+  for (int64_t f = 0; f < full.numel(); ++f) full.data[f] = small.data[(f / 60) * 20 + f % 20];
+  for (const KernelSet* ks_ : {&exact_kernels(), &naive_kernels()}) {
+    Tensor a = run(*ks_, "aten.scaled_dot_product_attention.default", {q, k, v, small}, {0.0, false}, DType::f64, {2, 3, 4, 2});
+    Tensor b = run(*ks_, "aten.scaled_dot_product_attention.default", {q, k, v, full}, {0.0, false}, DType::f64, {2, 3, 4, 2});
+    EXPECT_EQ(a.data, b.data) << ks_->name();
+  }
+}
+
+
+// Each element of a matmul is summed over k in index order in the set's
+// accumulator (long double exact, f32 for emulated f32/bf16, f64 for f64),
+// whatever order the kernel walks the operands in: bit for bit.
+TEST(ReferenceKernels, MatmulSumsEachElementInOrderInItsAccumulator) {
+  const int64_t m = 3, kk = 7, cols = 5;
+  Tensor x(DType::f32, {2, m, kk}), y(DType::f32, {1, kk, cols});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data[i] = round_to(DType::f32, std::sin(1.7 * i) * std::pow(10.0, i % 5));
+  for (int64_t i = 0; i < y.numel(); ++i) y.data[i] = round_to(DType::f32, std::cos(0.3 * i) * std::pow(10.0, -(i % 4)));
+  KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+  Tensor exact = run(exact_kernels(), "aten.matmul.default", {x, y}, {}, DType::f32, {2, m, cols});
+  Tensor f32 = run(emulated, "aten.matmul.default", {x, y}, {}, DType::f32, {2, m, cols});
+  Tensor x64 = x, y64 = y;
+  x64.dtype = y64.dtype = DType::f64;
+  Tensor f64 = run(emulated, "aten.matmul.default", {x64, y64}, {}, DType::f64, {2, m, cols});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        long double le = 0;
+        float lf = 0;
+        double ld = 0;
+        for (int64_t t = 0; t < kk; ++t) {
+          const double a = x.data[(b * m + i) * kk + t], c = y.data[t * cols + j];
+          le += static_cast<long double>(a * c);
+          lf += static_cast<float>(a) * static_cast<float>(c);
+          ld += a * c;
+        }
+        const int64_t o = (b * m + i) * cols + j;
+        EXPECT_EQ(exact.data[o], static_cast<double>(le)) << o;
+        EXPECT_EQ(f32.data[o], round_to(DType::f32, lf)) << o;
+        EXPECT_EQ(f64.data[o], ld) << o;
+      }
+}
+
+
+// Around the points where exp underflows to 0 (double near -745, float near
+// -103.97), softmax weights are exp's own values: 0 past them, subnormal before.
+TEST(ReferenceKernels, SoftmaxWeightsFollowExpThroughUnderflow) {
+  for (double x : {-700.0, -744.0, -745.1, -745.2, -746.0, -800.0, -static_cast<double>(INFINITY)}) {
+    Tensor s = tensor(DType::f64, {1, 2}, {0.0, x});
+    Tensor p = run(exact_kernels(), "aten._softmax.default", {s}, {int64_t{-1}, false}, DType::f64, {1, 2});
+    EXPECT_EQ(p.data[1], std::exp(x) / (1.0 + std::exp(x))) << x;
+  }
+  KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+  for (float x : {-87.0f, -103.0f, -103.9f, -104.0f, -104.1f, -150.0f}) {
+    Tensor s = tensor(DType::f32, {1, 2}, {0.0, x});
+    Tensor p = run(emulated, "aten._softmax.default", {s}, {int64_t{-1}, false}, DType::f32, {1, 2});
+    const float w = std::exp(x);
+    EXPECT_EQ(p.data[1], static_cast<double>(static_cast<float>(w / (1.0f + w)))) << x;
+  }
+}
+
 }  // namespace
 }  // namespace sdpa

@@ -8,14 +8,11 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
   Tensor r = x;
   for (size_t d = 0; d < perm.size(); ++d) r.shape[d] = x.shape[perm[d]];
   auto xs = strides_of(x.shape);
-  std::vector<int64_t> src(perm.size());
-  for (size_t d = 0; d < perm.size(); ++d) src[d] = xs[perm[d]];
-  int64_t flat = 0;
-  for_each_index(r.shape, [&](const std::vector<int64_t>& idx) {
-    int64_t off = 0;
-    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * src[d];
-    r.data[flat++] = x.data[off];
-  });
+  std::array<std::vector<int64_t>, 1> src{std::vector<int64_t>(perm.size())};
+  for (size_t d = 0; d < perm.size(); ++d) src[0][d] = xs[perm[d]];
+  double* out = r.data.data();
+  const double* in = x.data.data();
+  for_each_offsets(r.shape, src, [&](const std::array<int64_t, 1>& off) { *out++ = in[off[0]]; });
   return r;
 }
 
@@ -45,11 +42,10 @@ Tensor expand(const KernelArgs& a, const Tensor& x, std::vector<int64_t> shape) 
   }
   Tensor r(x.dtype, shape);
   r.qparams = x.qparams;
-  auto xs = strides_of(x.shape);
-  int64_t flat = 0;
-  for_each_index(shape, [&](const std::vector<int64_t>& idx) {
-    r.data[flat++] = x.data[broadcast_offset(x.shape, xs, idx)];
-  });
+  std::array<std::vector<int64_t>, 1> src{broadcast_strides(x.shape, shape.size())};
+  double* out = r.data.data();
+  const double* in = x.data.data();
+  for_each_offsets(shape, src, [&](const std::array<int64_t, 1>& off) { *out++ = in[off[0]]; });
   return r;
 }
 
@@ -168,7 +164,7 @@ void add_shape_kernels(KernelSet& k, Num) {
       for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % in[d]) * xs[d];
       r.data[flat++] = x.data[off];
     });
-    return one(r);
+    return one(std::move(r));
   });
   k.add("aten.slice.Tensor", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
