@@ -153,7 +153,7 @@ TEST(CustomSdpa, MaskContractMessages) {
             "scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size; Invalid arguments");
 }
 
-// The fatal text of an error, or "no error".
+// The kind and text of the error a call raises, or "no error".
 std::pair<KernelError::Kind, std::string> error_of(const Call& c) {
   try {
     run(c);
