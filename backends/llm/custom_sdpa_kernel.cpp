@@ -3,7 +3,8 @@
 // start_pos + Lq without a mask, the kv loop to min(m + start_pos +
 // qBlockSize, kvSize) and the per-block causal fill (j <= start_pos + i,
 // across kv blocks), a 2-D fp32
-// additive mask shared by batch and heads, GQA head h / (Hq / Hkv), the
+// additive mask shared by batch and heads (an empty one adds nothing but
+// still turns truncation off), GQA head h / (Hq / Hkv), the
 // scale applied after q.k with the causal -inf written first, dropout
 // ignored, a blockwise online softmax (512 keys; 32/64/256 query rows) that
 // skips fully masked blocks (still adding 0 * V) but has no zero-sum guard,
@@ -68,7 +69,8 @@ class FlashAttention {
  public:
   FlashAttention(const KernelArgs& a, Numerics n, KernelFault fault)
       : q_(a.tensor(0)), k_(a.tensor(1)), v_(a.tensor(2)), mask_(a.optional_tensor(4)),
-        arith_{n == Numerics::exact, fault.pv_accumulation}, fault_(fault), out_dtype_(a.out_dtype()) {
+        has_mask_(mask_ && mask_->numel() > 0), arith_{n == Numerics::exact, fault.pv_accumulation},
+        fault_(fault), out_dtype_(a.out_dtype()) {
     start_pos_ = a.integer(3);
     is_causal_ = a.flag(6, false);
     s_ = {q_.size(0), q_.size(1), q_.size(2), q_.size(3), v_.size(1), k_.size(2), v_.size(3)};
@@ -90,8 +92,8 @@ class FlashAttention {
             std::to_string(s_.Hq) + " num key heads:" + std::to_string(s_.Hkv));
     if (s_.Hq % s_.Hkv != 0)
       fatal("FlashAttention: num qyery heads must be divisible by num kv heads but got num query "
-            "heads=" + std::to_string(s_.Hq) + " and num key heads=" + std::to_string(s_.Hkv));
-    if (mask_ && mask_->numel() > 0) {
+            "heads=" + std::to_string(s_.Hq) + " and num kv heads=" + std::to_string(s_.Hkv));
+    if (has_mask_) {
       if (mask_->dim() != 2) fatal("attn_mask must be 2D");
       if (mask_->size(0) != s_.Lq)
         fatal("attn_mask shape mismatchattn_mask.size(0)=" + std::to_string(mask_->size(0)) +
@@ -165,10 +167,10 @@ class FlashAttention {
           // The causal -inf is written into q.k before the scale multiplies it.
           if (c >= fill_from) qk = kNegInf;
           long double xv = arith_.round_acc(qk * static_cast<long double>(scale_));
-          if (mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_->size(1) + n + c]);
+          if (has_mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_->size(1) + n + c]);
           x[c] = xv;
         }
-        const long double block_max = mask_ ? vector_max(x, cols) : fused_max(x, cols);
+        const long double block_max = has_mask_ ? vector_max(x, cols) : fused_max(x, cols);
         update_row(r, cols, x, block_max, n > 0, row_max[r], row_sum[r], &dst[r * s_.Dv], b, n, hk);
       }
     }
@@ -241,6 +243,10 @@ class FlashAttention {
 
   const Tensor &q_, &k_, &v_;
   const Tensor* mask_;
+  // has_attn_mask = attn_mask.has_value() && numel() > 0: an empty mask adds
+  // nothing and takes the unmasked max, while truncation stays keyed on
+  // has_value() (mask_), so every key is attended.
+  bool has_mask_;
   Arith arith_;
   KernelFault fault_;
   DType out_dtype_;

@@ -84,6 +84,26 @@ TEST(CustomSdpa, WithoutAMaskKeysPastStartPosPlusLqAreCut) {
   EXPECT_GT(std::fabs(out.data[0] - attend(0.3, k, v, {0, 1, 2, 3, 4}, 1.0)), 0.1);
 }
 
+// has_attn_mask = has_value() && numel() > 0: a [0, Lkv] mask adds nothing,
+// yet its presence turns truncation off, so all 5 keys are attended where
+// no mask keeps 2 (WithoutAMaskKeysPastStartPosPlusLqAreCut).
+TEST(CustomSdpa, AnEmptyMaskAttendsEveryKey) {
+  Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 5, 1, 1, kf), bshd(DType::f32, 5, 1, 1, vf),
+         Tensor(DType::f32, {0, 5})};
+  Tensor out = run(c, Numerics::exact);
+  // softmax(q_i * k) . v over the 5 keys, from the f32-rounded inputs.
+  EXPECT_DOUBLE_EQ(out.data[0], 3.238515153490163);
+  EXPECT_DOUBLE_EQ(out.data[1], 3.393227972576076);
+  c.mask.reset();
+  Tensor cut = run(c, Numerics::exact);
+  EXPECT_DOUBLE_EQ(cut.data[0], 1.5299640528410259);
+  EXPECT_DOUBLE_EQ(cut.data[1], 1.5498339971280637);
+  c.mask = Tensor(DType::f32, {0, 5});
+  Tensor f32 = run(c);
+  EXPECT_NEAR(f32.data[0], 3.238515153490163, 1e-6);
+  EXPECT_NEAR(f32.data[1], 3.393227972576076, 1e-6);
+}
+
 TEST(CustomSdpa, CausalKeepsKeysUpToStartPosPlusRow) {
   Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 4, 1, 1, kf), bshd(DType::f32, 4, 1, 1, vf)};
   c.causal = true;
@@ -134,6 +154,65 @@ TEST(CustomSdpa, MaskContractMessages) {
             "scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size; Invalid arguments");
 }
 
+// The kind and text of the error a call raises, or "no error".
+std::pair<KernelError::Kind, std::string> error_of(const Call& c) {
+  try {
+    run(c);
+  } catch (const KernelError& e) {
+    std::string what = e.what();
+    return {e.kind, what.substr(what.find("): ") + 3)};
+  }
+  return {KernelError::Kind::unsupported, "no error"};
+}
+
+TEST(CustomSdpa, HeadCountChecksAreFatalWithTheUpstreamTexts) {
+  auto one = [](int64_t, int64_t, int64_t) { return 1.0; };
+  Call more_kv{bshd(DType::f32, 1, 1, 1, one), bshd(DType::f32, 1, 2, 1, one), bshd(DType::f32, 1, 2, 1, one)};
+  EXPECT_EQ(error_of(more_kv),
+            std::make_pair(KernelError::Kind::fatal,
+                           std::string("FlashAttention does not support num kv heads > num query heads.Got num "
+                                       "query heads=1 num key heads:2")));
+  Call not_divisible{bshd(DType::f32, 1, 3, 1, one), bshd(DType::f32, 1, 2, 1, one),
+                     bshd(DType::f32, 1, 2, 1, one)};
+  EXPECT_EQ(error_of(not_divisible),
+            std::make_pair(KernelError::Kind::fatal,
+                           std::string("FlashAttention: num qyery heads must be divisible by num kv heads but got "
+                                       "num query heads=3 and num kv heads=2")));
+}
+
+// The kernel called directly, as the runtime would: the pass never emits
+// these dtypes (the Meta kernel asserts first).
+std::pair<KernelError::Kind, std::string> direct_error(const Tensor& q, const Tensor& k, const Tensor& v) {
+  Node node;
+  node.name = "custom_sdpa";
+  node.op = kCustomSdpaOp;
+  node.outputs = {{q.dtype, sym(q.shape)}};
+  RunContext ctx;
+  KernelArgs a(node, ctx);
+  a.args = {&q, &k, &v, int64_t{0}, None{}, 0.0, false, None{}};
+  try {
+    custom_sdpa_kernel(Numerics::emulated)(a);
+  } catch (const KernelError& e) {
+    return {e.kind, e.what()};
+  }
+  return {KernelError::Kind::unsupported, "no error"};
+}
+
+TEST(CustomSdpa, DtypeChecksAreRecoverableWithTheUpstreamTexts) {
+  auto one = [](int64_t, int64_t, int64_t) { return 1.0; };
+  Tensor f64 = bshd(DType::f64, 1, 1, 1, one), f32 = bshd(DType::f32, 1, 1, 1, one),
+         bf16 = bshd(DType::bf16, 1, 1, 1, one);
+  EXPECT_EQ(direct_error(f64, f64, f64),
+            std::make_pair(KernelError::Kind::recoverable,
+                           std::string("Query must be Float, Half, BFloat16, or Char type; Invalid arguments")));
+  EXPECT_EQ(direct_error(f32, bf16, f32),
+            std::make_pair(KernelError::Kind::recoverable,
+                           std::string("Key and Value must have the same data type as Query; Invalid arguments")));
+  EXPECT_EQ(direct_error(f32, f32, bf16).second,
+            "Key and Value must have the same data type as Query; Invalid arguments");
+  EXPECT_EQ(direct_error(f32, f32, f32).second, "no error");
+}
+
 TEST(CustomSdpa, FullyMaskedRowIsNan) {
   Tensor q = bshd(DType::f32, 2, 1, 1, qf), k = bshd(DType::f32, 3, 1, 1, kf), v = bshd(DType::f32, 3, 1, 1, vf);
   Tensor mask = tensor(DType::f32, {2, 3}, {0, 0, 0, -INFINITY, -INFINITY, -INFINITY});
@@ -149,6 +228,18 @@ TEST(CustomSdpa, CausalFillIsScaledSoScaleZeroGivesNan) {
   Tensor out = run(c);
   EXPECT_TRUE(std::isnan(out.data[0]));  // -inf * 0 in row 0
   EXPECT_NEAR(out.data[1], 1.5, 1e-6);   // row 1 masks nothing: uniform weights
+}
+
+TEST(CustomSdpa, CausalWithANegativeScaleTurnsTheFillIntoPlusInfSoTheRowIsNan) {
+  Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 2, 1, 1, kf), bshd(DType::f32, 2, 1, 1, vf)};
+  c.causal = true;
+  c.scale = -0.5;
+  for (Numerics n : {Numerics::emulated, Numerics::exact}) {
+    Tensor out = run(c, n);
+    EXPECT_TRUE(std::isnan(out.data[0]));  // -inf * -0.5 = +inf is the max: exp(inf - inf); aten: 1.0
+    // Row 1 masks nothing: softmax(0.125, 0.025) . (1, 2).
+    EXPECT_NEAR(out.data[1], 1.4750208125210602, 1e-6);
+  }
 }
 
 TEST(CustomSdpa, DropoutIsIgnored) {
@@ -171,6 +262,14 @@ TEST(CustomSdpa, BlockwiseSoftmaxOverSeveralKvBlocksMatchesExact) {
   EXPECT_EQ(q_split_size(800), 256);
 }
 
+TEST(CustomSdpa, QSplitSizeChangesAt192And768) {
+  EXPECT_EQ(q_split_size(1), 32);
+  EXPECT_EQ(q_split_size(191), 32);
+  EXPECT_EQ(q_split_size(192), 64);
+  EXPECT_EQ(q_split_size(767), 64);
+  EXPECT_EQ(q_split_size(768), 256);
+}
+
 TEST(CustomSdpa, Bf16RoundsPBeforePV) {
   // Scores 0 and -0.1001: P = (1, exp(-0.1001) = 0.90475), which bf16
   // rounds to 0.90625 before P @ V; the sum stays f32. With v = (0, 1) the
@@ -182,6 +281,21 @@ TEST(CustomSdpa, Bf16RoundsPBeforePV) {
   c.mask = Tensor(DType::f32, {1, 2});  // keeps both keys: no truncation to start_pos + Lq
   EXPECT_EQ(run(c).data[0], 0.4765625);
   EXPECT_EQ(round_to(DType::bf16, run(c, Numerics::exact).data[0]), 0.474609375);
+}
+
+TEST(CustomSdpa, F16RoundsPBeforePV) {
+  // k1 = f16(-0.016) = -0.0160064697265625: P = (1, exp(k1) = 0.98412097),
+  // which f16 rounds to 0.98388671875 before P @ V; the sum stays f32
+  // (1.98412097). With v = (0, 1) the output is f16 0.495849609375, where
+  // the unrounded P gives 0.49609375. (k1 = -0.1 gives 0.47509765625 both
+  // ways, so it cannot tell them apart.)
+  Call c{bshd(DType::f16, 1, 1, 1, [](int64_t, int64_t, int64_t) { return 1.0; }),
+         bshd(DType::f16, 2, 1, 1, [](int64_t s, int64_t, int64_t) { return s == 0 ? 0.0 : -0.016; }),
+         bshd(DType::f16, 2, 1, 1, [](int64_t s, int64_t, int64_t) { return s == 0 ? 0.0 : 1.0; })};
+  ASSERT_EQ(c.k.data[1], -0.0160064697265625);
+  c.mask = Tensor(DType::f32, {1, 2});  // keeps both keys: no truncation to start_pos + Lq
+  EXPECT_EQ(run(c).data[0], 0.495849609375);
+  EXPECT_EQ(round_to(DType::f16, run(c, Numerics::exact).data[0]), 0.49609375);
 }
 
 // Lq = Lkv = 520, E = 1, no mask: kv blocks [0, 512) and [512, 520). q = 1,

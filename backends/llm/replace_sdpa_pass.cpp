@@ -226,6 +226,8 @@ Decision ReplaceSdpaWithCustomSdpaPass::contract_guard(const Graph& g, const Nod
   const bool rank4 = q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4;
   rule(ContractRule::rank, rank4, "q, k, v ranks " + std::to_string(q.shape.size()) + ", " +
                                       std::to_string(k.shape.size()) + ", " + std::to_string(v.shape.size()));
+  // The rules below read the head and length dims at -3 and -2.
+  if (q.shape.size() < 3 || k.shape.size() < 3 || v.shape.size() < 3) return guard.finish();
   rule(ContractRule::dtype, q.dtype == DType::f32 || q.dtype == DType::f16 || q.dtype == DType::bf16,
        std::string("dtype ") + dtype_name(q.dtype));
   const SymExpr hq = q.shape[q.shape.size() - 3], hkv = k.shape[k.shape.size() - 3];

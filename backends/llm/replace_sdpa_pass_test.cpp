@@ -91,6 +91,30 @@ TEST(UpstreamPass, TransposesComeBeforeTheRankCheck) {
   EXPECT_EQ(r.graph.count("aten.transpose.int"), 3);  // left dead
 }
 
+// A Case has a batch and three dims, so a rank-2 call is built by hand:
+// aten takes q, k, v [L, E], but the pass's first transpose(1, 2) raises
+// before the rank check could fall back.
+TEST(UpstreamPass, RankTwoInputsRaiseInTheFirstTranspose) {
+  Graph g;
+  ValueRef q = g.placeholder("q", {DType::f32, {SymExpr(3), SymExpr(4)}});
+  ValueRef k = g.placeholder("k", {DType::f32, {SymExpr(3), SymExpr(4)}});
+  ValueRef v = g.placeholder("v", {DType::f32, {SymExpr(3), SymExpr(4)}});
+  g.outputs = {g.call(kSdpaOp, {q, k, v, None{}, 0.0, false}, {}, {{DType::f32, {SymExpr(3), SymExpr(4)}}},
+                      "scaled_dot_product_attention")};
+  ASSERT_TRUE(verify_graph(g).empty());
+  std::string raised = "no raise";
+  try {
+    ReplaceSdpaWithCustomSdpaPass(upstream()).run(g, ShapeEnv(), RewriteControl());
+  } catch (const std::runtime_error& e) {
+    raised = e.what();
+  }
+  EXPECT_EQ(raised, "IndexError: Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  // The contract checks the rank first and keeps the call.
+  Pass::Result kept = ReplaceSdpaWithCustomSdpaPass(contract()).run(g, ShapeEnv(), RewriteControl());
+  EXPECT_FALSE(kept.decisions[0].rewrite);
+  EXPECT_EQ(kept.decisions[0].deciding_rule, "rank");
+}
+
 TEST(UpstreamPass, MetaKernelAssertsFailThePass) {
   Case c = base();
   c.dtype = DType::bf16;
