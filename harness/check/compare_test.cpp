@@ -51,5 +51,23 @@ TEST(Compare, EachDifferenceInFinitenessNamesItsFirstElement) {
   }
 }
 
+// A golden past the output dtype's largest value rounds to its inf: f16's
+// 72782.2 (65504 / 0.9) is +inf there, so an f16 kernel's +inf is right,
+// while a -inf, a NaN or the same golden in f32 (where it is finite) is not.
+TEST(Compare, AGoldenPastTheDtypesRangeMatchesTheInfItRoundsTo) {
+  ErrorBound b;
+  b.row_bound = b.row_typical = {1.0, 1.0};
+  auto accuracy = [&](double got, double want, DType dtype) {
+    return compare_accuracy(out_of({0.5, 0.5, 0.5, got}), out_of({0.5, 0.5, 0.5, got}),
+                            golden_of({0.5, 0.5, 0.5, want}), b, dtype);
+  };
+  EXPECT_TRUE(accuracy(INFINITY, 72782.2222, DType::f16).within);
+  EXPECT_TRUE(accuracy(-INFINITY, -72782.2222, DType::f16).within);
+  EXPECT_FALSE(accuracy(-INFINITY, 72782.2222, DType::f16).within);
+  EXPECT_FALSE(accuracy(std::nan(""), 72782.2222, DType::f16).within);
+  EXPECT_FALSE(accuracy(INFINITY, 72782.2222, DType::f32).within);
+  EXPECT_FALSE(accuracy(INFINITY, 65504.0, DType::f16).within);  // f16's largest value is finite
+}
+
 }  // namespace
 }  // namespace sdpa
