@@ -25,8 +25,6 @@ namespace {
 
 // The worker's exit status when an allocation failed under the memory limit.
 constexpr int kOomExitStatus = 86;
-// How often the parent looks at a busy worker's clock and memory.
-constexpr int kPollMillis = 20;
 
 using Clock = std::chrono::steady_clock;
 
@@ -209,7 +207,7 @@ std::variant<nlohmann::json, WorkerDeath> Worker::call(const nlohmann::json& req
   submit(request);
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
-    int ready = poll(&p, 1, kPollMillis);
+    int ready = poll(&p, 1, kWorkerPollMillis);
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("worker: poll: ") + strerror(errno));
     if (auto reply = collect(ready > 0)) return std::move(*reply);
   }

@@ -76,6 +76,10 @@ class Worker {
   std::chrono::steady_clock::time_point begin_;  // when the request was sent
 };
 
+/// How often the parent looks at a busy worker's clock and memory (one
+/// worker's call, or the pool's).
+constexpr int kWorkerPollMillis = 20;
+
 /// "killed by SIGSEGV (Segmentation fault)", "exited with status 3": a
 /// waitpid status in words.
 std::string describe_exit(int status);

@@ -9,8 +9,6 @@
 namespace sdpa {
 namespace {
 
-// How often busy workers' clocks and memory are looked at, as Worker::call does.
-constexpr int kPollMillis = 20;
 
 using Clock = std::chrono::steady_clock;
 
@@ -48,11 +46,12 @@ WorkerPool::Reply WorkerPool::wait() {
       fds.push_back({workers_[i]->fd(), POLLIN, 0});
       owner.push_back(i);
     }
-    int ready = poll(fds.data(), fds.size(), kPollMillis);
+    int ready = poll(fds.data(), fds.size(), kWorkerPollMillis);
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("worker pool: poll: ") + strerror(errno));
     // A worker with no reply yet has its clock and memory looked at every
-    // kPollMillis, even while the others keep replying.
-    const bool check_limits = Clock::now() - last_limit_check_ >= std::chrono::milliseconds(kPollMillis);
+    // kWorkerPollMillis, even while the others keep replying.
+    const bool check_limits =
+        Clock::now() - last_limit_check_ >= std::chrono::milliseconds(kWorkerPollMillis);
     if (check_limits) last_limit_check_ = Clock::now();
     for (size_t k = 0; k < fds.size(); ++k) {
       const bool readable = ready > 0 && fds[k].revents != 0;

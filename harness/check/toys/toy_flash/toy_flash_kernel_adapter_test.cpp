@@ -11,17 +11,14 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include <gtest/gtest.h>
 
-#include "generators/case_gen.h"
 #include "harness/adapter/kernel_adapter_option.h"
 #include "harness/campaign/campaign.h"
 #include "harness/case/case_json.h"
-#include "harness/check/toys/toy_targets.h"
+#include "harness/check/toys/toy_flash/adapter_test_util.h"
 #include "harness/io/json_reader.h"
-#include "oracles/dual_oracle.h"
 
 namespace sdpa::toy_flash {
 namespace {
@@ -31,41 +28,15 @@ namespace fs = std::filesystem;
 constexpr const char* kPython = "/usr/bin/python3";
 constexpr const char* kFlashOp = "aten._scaled_dot_product_flash_attention.default";
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_toy_targets(registry); }
-};
-
-const Fixture& fixture() {
-  static const Fixture f;
-  return f;
-}
-
-CaseGeneratorFactory generators() {
-  return [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
-}
+using test::fixture;
+using test::generators;
+using test::lines_of;
 
 std::string adapter(const std::string& fault, const std::string& starts_file = "") {
-  const char* src = std::getenv("SDPACHECK_SOURCE_DIR");
-  std::string cmd = std::string("adapter:") + kPython + " " + (src ? src : ".") +
-                    "/harness/check/toys/toy_flash/flash_kernel_adapter.py --fault " + fault;
-  return starts_file.empty() ? cmd : cmd + " --starts " + starts_file;
+  return test::adapter_command("flash_kernel_adapter.py", fault, starts_file);
 }
 
-std::string scratch(const std::string& name) {
-  fs::path p = fs::path(testing::TempDir()) / ("toy_flash_kernel_adapter_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
-
-int lines_of(const std::string& path) {
-  std::ifstream in(path);
-  int n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
-}
+std::string scratch(const std::string& name) { return test::scratch("toy_flash_kernel_adapter", name); }
 
 CampaignOptions campaign_options(int64_t cases, bool isolate) {
   CampaignOptions o;
