@@ -145,17 +145,21 @@ json adapter_hello(const std::string& pass, const std::string& target, const Opt
           {"options", options}};
 }
 
+std::string hello_version_mismatch(JsonObject& hello) {
+  if (const std::string type = hello.str("type"); type != "hello")
+    hello.fail("type", "expected \"hello\", got \"" + type + "\"");
+  const int64_t version = hello.integer("version");
+  if (version == kAdapterProtocolVersion) return "";
+  return "speaks protocol version " + std::to_string(version) + "; this sdpacheck speaks version " +
+         std::to_string(kAdapterProtocolVersion);
+}
+
 std::string read_adapter_hello(const std::string& line) {
   json j = parse_line(line);
   try {
     JsonObject o(j, "hello");
-    if (const std::string type = o.str("type"); type != "hello")
-      o.fail("type", "expected \"hello\", got \"" + type + "\"");
-    const int64_t version = o.integer("version");
-    if (version != kAdapterProtocolVersion)
-      throw PassFault(Verdict::unexpected_error, "speaks protocol version " + std::to_string(version) +
-                                                     "; this sdpacheck speaks version " +
-                                                     std::to_string(kAdapterProtocolVersion));
+    if (std::string mismatch = hello_version_mismatch(o); !mismatch.empty())
+      throw PassFault(Verdict::unexpected_error, mismatch);
     std::string name = o.find("name") ? o.str("name") : "";
     o.reject_unknown();
     return name;

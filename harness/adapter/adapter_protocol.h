@@ -26,6 +26,11 @@ nlohmann::json adapter_hello(const std::string& pass, const std::string& target,
 /// The adapter's name from its hello reply ("" when it gives none).
 std::string read_adapter_hello(const std::string& line);
 
+/// The checks every hello reply shares: "type" is "hello" (else an
+/// InputError naming the field); returns the version mismatch in words, or
+/// "" when the adapter speaks this version.
+std::string hello_version_mismatch(JsonObject& hello);
+
 nlohmann::json adapter_run_request(int64_t id, const Graph& g, const ShapeEnv& env, const RewriteControl& control);
 
 /// What a run reply holds: the pass's result, or the error it raised

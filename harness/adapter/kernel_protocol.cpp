@@ -214,13 +214,8 @@ KernelDeclaration read_kernel_hello(const std::string& line) {
   json j = parse_line(line);
   try {
     JsonObject o(j, "hello");
-    if (const std::string type = o.str("type"); type != "hello")
-      o.fail("type", "expected \"hello\", got \"" + type + "\"");
-    const int64_t version = o.integer("version");
-    if (version != kAdapterProtocolVersion)
-      throw KernelFault(Verdict::unexpected_error, "speaks protocol version " + std::to_string(version) +
-                                                       "; this sdpacheck speaks version " +
-                                                       std::to_string(kAdapterProtocolVersion));
+    if (std::string mismatch = hello_version_mismatch(o); !mismatch.empty())
+      throw KernelFault(Verdict::unexpected_error, mismatch);
     KernelDeclaration d = declaration_of(o);
     o.reject_unknown();
     return d;
