@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "generators/draws.h"
@@ -219,30 +222,55 @@ Case fit(const CaseDraw& d, const GenPolicy& p, const Caps& caps, const CaseSpac
   return c;
 }
 
+// The generator of one size: a tree of some hundred small generators,
+// each holding a copy of the policy.
+Gen<Case> case_gen_at(const GenPolicy& p, const CaseSpace& space, int size) {
+  const Caps caps = caps_at(p, space, size);
+  Gen<CaseDraw> draw = gen::build<CaseDraw>(
+      gen::set(&CaseDraw::dtype, gen_dtype(p, space)),
+      gen::set(&CaseDraw::layout, gen_layout(p, space)),
+      gen::set(&CaseDraw::heads, gen_heads(p, caps.heads)),
+      gen::set(&CaseDraw::batch, gen_batch(p, space, caps.batch)),
+      gen::set(&CaseDraw::dims, gen_head_dims(p, caps.head_dim)),
+      gen::set(&CaseDraw::lengths, gen_lengths(p, caps.len)),
+      gen::set(&CaseDraw::scale, gen_scale(p)),
+      gen::set(&CaseDraw::dropout_p, gen_dropout(p, space)),
+      gen::set(&CaseDraw::data, gen_data(p, space)),
+      gen::set(&CaseDraw::dynamic, gen_dynamic(p, space, caps.batch_rank, caps.len)),
+      gen::set(&CaseDraw::attention, gen_attention(p, space, caps.batch_rank, caps.len, max_pad(p, caps, size))),
+      gen::set(&CaseDraw::start_pos, gen_start_pos(p, space, caps.len)),
+      gen::set(&CaseDraw::variant, gen_variant(space)),
+      gen::set(&CaseDraw::alignment, gen_alignment(space)),
+      gen::set(&CaseDraw::empty, gen_empty(p, space)),
+      gen::set(&CaseDraw::long_len, gen_long_length(p, size)));
+  return gen::map(draw, [p, caps, space](const CaseDraw& d) { return fit(d, p, caps, space); });
+}
+
+// case_gen_at of each size, built on first use: building the tree costs
+// about as much as drawing a case from it, and a campaign draws many
+// cases of each size. Generators are immutable, so one serves every draw.
+class CaseGens {
+ public:
+  CaseGens(GenPolicy p, CaseSpace space) : p_(std::move(p)), space_(std::move(space)) {}
+  Gen<Case> at(int size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = gens_.find(size);
+    if (it == gens_.end()) it = gens_.emplace(size, case_gen_at(p_, space_, size)).first;
+    return it->second;
+  }
+
+ private:
+  const GenPolicy p_;
+  const CaseSpace space_;
+  std::mutex mutex_;
+  std::map<int, Gen<Case>> gens_;
+};
+
 }  // namespace
 
 Gen<Case> gen_case(const GenPolicy& p, const CaseSpace& space) {
-  return gen::withSize([p, space](int size) {
-    const Caps caps = caps_at(p, space, size);
-    Gen<CaseDraw> draw = gen::build<CaseDraw>(
-        gen::set(&CaseDraw::dtype, gen_dtype(p, space)),
-        gen::set(&CaseDraw::layout, gen_layout(p, space)),
-        gen::set(&CaseDraw::heads, gen_heads(p, caps.heads)),
-        gen::set(&CaseDraw::batch, gen_batch(p, space, caps.batch)),
-        gen::set(&CaseDraw::dims, gen_head_dims(p, caps.head_dim)),
-        gen::set(&CaseDraw::lengths, gen_lengths(p, caps.len)),
-        gen::set(&CaseDraw::scale, gen_scale(p)),
-        gen::set(&CaseDraw::dropout_p, gen_dropout(p, space)),
-        gen::set(&CaseDraw::data, gen_data(p, space)),
-        gen::set(&CaseDraw::dynamic, gen_dynamic(p, space, caps.batch_rank, caps.len)),
-        gen::set(&CaseDraw::attention, gen_attention(p, space, caps.batch_rank, caps.len, max_pad(p, caps, size))),
-        gen::set(&CaseDraw::start_pos, gen_start_pos(p, space, caps.len)),
-        gen::set(&CaseDraw::variant, gen_variant(space)),
-        gen::set(&CaseDraw::alignment, gen_alignment(space)),
-        gen::set(&CaseDraw::empty, gen_empty(p, space)),
-        gen::set(&CaseDraw::long_len, gen_long_length(p, size)));
-    return gen::map(draw, [p, caps, space](const CaseDraw& d) { return fit(d, p, caps, space); });
-  });
+  auto gens = std::make_shared<CaseGens>(p, space);
+  return gen::withSize([gens](int size) { return gens->at(size); });
 }
 
 void showValue(const Case& c, std::ostream& os) { os << case_to_json(c).dump(); }

@@ -182,6 +182,20 @@ TEST(GenCase, DeterministicForTheSameRandomAndSize) {
 }
 
 // The serving patterns, from fixed seeds under both policies, each in the
+
+// One generator serves every size (each size's generator is built once and
+// kept): drawn at sizes in an order that visits each size many times, it
+// gives at every draw what a generator never used before gives.
+TEST(GenCase, AGeneratorUsedAtManySizesDrawsAsAFreshOne) {
+  auto shared = gen_case(GenPolicy::defaults(), CaseSpace{});
+  for (int i = 0; i < 300; ++i) {
+    const int size = (i * 37) % 101;
+    const uint64_t seed = 5000 + static_cast<uint64_t>(i);
+    const auto fresh = gen_case(GenPolicy::defaults(), CaseSpace{});
+    EXPECT_EQ(case_to_json(draw(shared, seed, size)).dump(), case_to_json(draw(fresh, seed, size)).dump())
+        << "size " << size << ", seed " << seed;
+  }
+}
 // serving shape: one head for all, Lkv whole, the batch dims of the call
 // for per-batch padding; blocks from the policy's tiles; paddings cut to Lkv.
 TEST(GenCase, ServingMasksAreDrawnInTheServingShape) {

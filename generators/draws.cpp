@@ -1,6 +1,7 @@
 #include "generators/draws.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace sdpa {
 namespace {
@@ -28,7 +29,11 @@ rc::Gen<size_t> gen_choice(std::vector<double> weights, const std::string& what)
   }
   if (!(total > 0))
     throw std::invalid_argument(what + ": every option the case space allows has weight 0");
-  return [weights, total](const rc::Random& random, int) {
+  // Shared, not copied, by each draw and its shrinks: a campaign draws
+  // some hundred choices per case.
+  auto shared = std::make_shared<const std::vector<double>>(std::move(weights));
+  return [shared, total](const rc::Random& random, int) {
+    const std::vector<double>& weights = *shared;
     double u = unit(rc::Random(random).next()) * total;
     size_t pick = 0;
     for (size_t i = 0; i < weights.size(); ++i) {
@@ -37,7 +42,8 @@ rc::Gen<size_t> gen_choice(std::vector<double> weights, const std::string& what)
       if (u < weights[i]) break;
       u -= weights[i];
     }
-    return rc::shrinkable::shrinkRecur(pick, [weights](size_t x) {
+    return rc::shrinkable::shrinkRecur(pick, [shared](size_t x) {
+      const std::vector<double>& weights = *shared;
       std::vector<size_t> lower;
       for (size_t i = 0; i < x; ++i)
         if (weights[i] > 0) lower.push_back(i);

@@ -50,7 +50,10 @@ RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, c
     if (scores[j] >= row_max - 40) r.M = std::fmax(r.M, static_cast<double>(std::fabs(scores[j])));
   r.finite = r.finite && std::isfinite(r.qn) && std::isfinite(r.kn) && std::isfinite(r.vmax);
   if (!r.finite || r.n == 0) return r;
-  std::vector<double> w(s.Ev, 0.0);  // sum_j p_j |v_je|, keys outer for row-major v
+  // sum_j p_j |v_je|, keys outer for row-major v; the buffer is reused
+  // across rows (one allocation per thread, not one per query row).
+  thread_local std::vector<double> w;
+  w.assign(s.Ev, 0.0);
   for (int64_t j = 0; j < s.Lkv; ++j) {
     if (p[j] == 0) continue;
     const double pj = static_cast<double>(p[j]);

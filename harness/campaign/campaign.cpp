@@ -195,9 +195,12 @@ class TargetCampaign {
     }
     if (next_submit_ < i) next_submit_ = i;
     submit_ahead();
+    // A worker that finishes while case i still runs gets the next case at
+    // once: waiting for i first would idle it for the rest of i's time.
     while (ahead_.at(i).second == nullptr) {
       IsolatedCases::Ran ran = isolated_->next();
       ahead_.at(ran.tag).second = std::make_unique<IsolatedCases::Ran>(std::move(ran));
+      submit_ahead();
     }
     auto node = ahead_.extract(i);
     Generated g = std::move(node.mapped().first);
@@ -208,9 +211,13 @@ class TargetCampaign {
     return g;
   }
 
-  // Keeps every worker of the pool busy with the shard's next iterations.
+  // Keeps every worker of the pool busy with the shard's next iterations,
+  // at most kAheadPerWorker cases per worker past the one awaited (a slow
+  // case holds back only that many results, not unbounded memory).
   void submit_ahead() {
-    while (isolated_->in_flight() < isolated_->jobs() && next_submit_ < opt_.cases) {
+    constexpr int64_t kAheadPerWorker = 32;
+    const auto room = static_cast<size_t>(kAheadPerWorker * isolated_->jobs());
+    while (isolated_->in_flight() < isolated_->jobs() && next_submit_ < opt_.cases && ahead_.size() < room) {
       Generated g = generate(next_submit_);
       try {
         validate_case(g.c);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace sdpa {
 namespace {
@@ -41,6 +42,12 @@ long double power_of_two(int64_t k) {
 
 long double exp_long(long double x) {
   if (std::isnan(x)) return x;
+  // A masked key's weight (-inf) or one far below the row max: below -11400,
+  // e^x is under half the least long double (2^-16445 ~ e^-11398.8) and
+  // rounds to +0; above 11400 it overflows. Answered here, not by libm's
+  // expl, which sets errno and saves and restores the x87 environment there.
+  if (x < -11400.0L) return 0.0L;
+  if (x > 11400.0L) return std::numeric_limits<long double>::infinity();
   if (!(x > -11300.0L && x < 11300.0L)) return std::exp(x);  // infinities, and near the range's ends
   // x = (32 k + j) ln2/32 + r with n = 32 k + j = round(x * 32/ln2), rounded
   // in double: any nearby integer serves (r stays within the polynomial's
