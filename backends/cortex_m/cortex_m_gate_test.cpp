@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/gate.h"
 #include "oracles/dual_oracle.h"
@@ -14,11 +15,7 @@
 namespace sdpa::cortex_m {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
   DecisionsFile decisions(const Options& o) const {
     return record_decisions(*registry.make("cortex-m", o), *reference, generators, 3, 300, 100);
   }

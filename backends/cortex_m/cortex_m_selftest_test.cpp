@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "backends/cortex_m/cortex_m_ops.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
@@ -15,10 +16,7 @@
 namespace sdpa::cortex_m {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
+struct Fixture : TargetFixture {
   // Without the tiny (1e-8) scale, whose known crash TinyScaleAborts shows.
   CaseGeneratorFactory no_tiny = [](const CaseSpace& s) {
     GenPolicy p = GenPolicy::defaults();
@@ -28,7 +26,6 @@ struct Fixture {
     p.scale_weights = kept;
     return gen_case(p, s);
   };
-  Fixture() { register_all_targets(registry); }
 
   TargetRun campaign(const Options& options, int64_t cases, int64_t stop_after = 0, CheckOptions check = {},
                      bool tiny = true) const {

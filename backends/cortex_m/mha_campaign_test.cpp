@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "oracles/dual_oracle.h"
@@ -16,12 +17,7 @@
 namespace sdpa::cortex_m {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
-  Fixture() { register_all_targets(registry); }
-};
+using Fixture = TargetFixture;
 
 const Fixture& fixture() {
   static const Fixture f;

@@ -5,6 +5,7 @@
 
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "backends/cuda/fused_entry.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
@@ -15,11 +16,7 @@
 namespace sdpa::cuda {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
 
   TargetRun campaign(const Options& options, int64_t cases, int64_t stop_after = 0) const {
     auto target = registry.make("cuda", options);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "oracles/dual_oracle.h"
@@ -15,10 +16,7 @@
 namespace sdpa::cuda {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
   CaseResult check(const Options& o, const Case& c) const {
     return run_case(*registry.make("cuda", o), *reference, c);
   }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "backends/common/sdpa_entry.h"
 #include "backends/cuda/cuda_test_cases.h"
 #include "harness/check/check.h"
@@ -200,11 +201,7 @@ TEST(EntryGraph, CausalBiasNeedsACausalPatternOverEveryKey) {
   EXPECT_TRUE(causal_bias_applies(c, Variant::efficient));
 }
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
-};
+using Fixture = TargetFixture;
 
 const Fixture& fixture() {
   static const Fixture f;

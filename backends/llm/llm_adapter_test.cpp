@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/adapter/adapter_protocol.h"
 #include "harness/campaign/campaign.h"
@@ -22,11 +23,7 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
-};
+using Fixture = TargetFixture;
 
 const Fixture& fixture() {
   static const Fixture f;

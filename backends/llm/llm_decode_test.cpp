@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_classes.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
@@ -22,10 +23,7 @@ namespace {
 
 constexpr uint64_t kSeed = 20261130;
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
 
   TargetRun campaign(Options options, int64_t cases, int64_t stop_after = 0,
                      std::function<void(const Case&, const CaseResult&)> on_case = nullptr) const {
@@ -37,8 +35,7 @@ struct Fixture {
     o.stop_after = stop_after;
     o.max_shrink_steps = 200;
     o.on_case = std::move(on_case);
-    CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
-    return run_target_campaign(*target, *reference, generators, o);
+      return run_target_campaign(*target, *reference, generators, o);
   }
 };
 

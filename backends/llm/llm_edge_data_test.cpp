@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "oracles/dual_oracle.h"
@@ -16,10 +17,7 @@
 namespace sdpa::llm {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
 
   TargetRun campaign(const Options& options, const GenPolicy& p, int64_t cases, uint64_t seed,
                      CampaignStats* stats = nullptr, int64_t stop_after = 0) const {

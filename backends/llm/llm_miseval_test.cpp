@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/explain.h"
@@ -16,11 +17,7 @@
 namespace sdpa::llm {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
-};
+using Fixture = TargetFixture;
 
 const Fixture& fixture() {
   static const Fixture f;

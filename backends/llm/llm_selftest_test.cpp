@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/replay.h"
@@ -17,11 +18,7 @@
 namespace sdpa::llm {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  CaseGeneratorFactory generators = [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
 
   TargetRun campaign(const Options& options, int64_t cases, const std::string& corpus = "") const {
     auto target = registry.make("llm", options);

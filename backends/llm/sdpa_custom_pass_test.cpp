@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "backends/llm/custom_sdpa_kernel.h"
 #include "backends/llm/llm_kernels.h"
 #include "backends/llm/sdpa_custom_entry.h"
@@ -20,10 +21,7 @@
 namespace sdpa::llm {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
   CaseResult run(const Case& c, Options o, bool passes = true) const {
     o["entry"] = "sdpa-custom";
     CheckOptions opt;

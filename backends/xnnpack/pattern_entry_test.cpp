@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "backends/xnnpack/sdpa_pattern.h"
 #include "backends/xnnpack/test_cases.h"
 #include "harness/io/json_reader.h"
@@ -20,11 +21,7 @@ namespace {
 using testing::masked_call;
 using testing::with_variant;
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
-};
+using Fixture = TargetFixture;
 
 const Fixture& fixture() {
   static const Fixture f;

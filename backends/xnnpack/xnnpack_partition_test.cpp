@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "backends/common/sdpa_entry.h"
 #include "backends/xnnpack/convert_to_sdpa_pass.h"
 #include "backends/xnnpack/pattern_entry.h"
@@ -24,11 +25,7 @@ namespace {
 
 using testing::masked_call;
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
-};
+using Fixture = TargetFixture;
 
 const Fixture& fixture() {
   static const Fixture f;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "backends/common/sdpa_entry.h"
 #include "backends/xnnpack/test_cases.h"
 #include "generators/case_gen.h"
@@ -17,10 +18,7 @@
 namespace sdpa::xnnpack {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
+struct Fixture : TargetFixture {
 
   TargetRun campaign(const Options& options, int64_t cases, const GenPolicy& p = GenPolicy::defaults(),
                      std::function<void(const Case&, const CaseResult&)> on_case = {}) const {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/all_targets.h"
+#include "backends/target_fixture.h"
 #include "harness/campaign/explain.h"
 #include "harness/campaign/replay.h"
 #include "harness/io/json_reader.h"
@@ -15,11 +16,7 @@
 namespace sdpa {
 namespace {
 
-struct Fixture {
-  TargetRegistry registry;
-  std::unique_ptr<ReferenceModel> reference = make_dual_oracle();
-  Fixture() { register_all_targets(registry); }
-};
+using Fixture = TargetFixture;
 
 const Fixture& fixture() {
   static const Fixture f;
