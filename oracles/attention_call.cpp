@@ -115,6 +115,12 @@ void AttentionCall::scores_into(int64_t b, int64_t h, MatrixL& s) const {
   s.resize(s_.Lq, s_.Lkv);
   const int64_t E = s_.E;
   const long double scale = static_cast<long double>(c_.effective_scale());
+  const Tensor* mask = t_.mask ? &*t_.mask : nullptr;
+  const int64_t base = mask ? mask_base(b, h) : 0;
+  const int64_t si = mask ? mask_strides_.end()[-2] : 0, sj = mask ? mask_strides_.back() : 0;
+  const bool is_bool = mask && mask->dtype == DType::b8;
+  // Each score is finished in a register and stored once: an x87 value
+  // stored and read back per step stalls on the 80-bit store.
   for (int64_t i = 0; i < s_.Lq; ++i) {
     const double* q = query_row(b, h, i);
     for (int64_t j = 0; j < s_.Lkv; ++j) {
@@ -122,28 +128,23 @@ void AttentionCall::scores_into(int64_t b, int64_t h, MatrixL& s) const {
       const double* k = key_row(b, h, j);
       long double dot = E > 0 ? static_cast<long double>(q[0]) * static_cast<long double>(k[0]) : 0.0L;
       for (int64_t e = 1; e < E; ++e) dot += static_cast<long double>(q[e]) * static_cast<long double>(k[e]);
-      s(i, j) = dot * scale;  // once, after the dot product
+      long double x = dot * scale;  // once, after the dot product
+      // aten turns bool and causal masks into an additive 0 / -inf and adds
+      // it (convert_boolean_attn_mask), the causal one first: a NaN or +inf
+      // score stays NaN where dropped. Top-left keeps j <= i, bottom-right
+      // j <= i + Lkv - Lq, start-pos j <= i + start_pos.
+      if (c_.is_causal && !c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) x += kNegInf;
+      if (mask) {
+        const double m = mask->data[base + i * si + j * sj];
+        if (is_bool) {
+          if (m == 0.0) x += kNegInf;  // bool: true keeps
+        } else {
+          x += m;
+        }
+      }
+      s(i, j) = x;
     }
   }
-  // aten turns bool and causal masks into an additive 0 / -inf and adds it
-  // (convert_boolean_attn_mask): a NaN or +inf score stays NaN where dropped.
-  if (c_.is_causal)  // top-left keeps j <= i, bottom-right j <= i + Lkv - Lq, start-pos j <= i + start_pos
-    for (int64_t i = 0; i < s_.Lq; ++i)
-      for (int64_t j = 0; j < s_.Lkv; ++j)
-        if (!c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) s(i, j) += kNegInf;
-  if (!t_.mask) return;
-  const Tensor& mask = *t_.mask;
-  const int64_t base = mask_base(b, h), si = mask_strides_.end()[-2], sj = mask_strides_.back();
-  const bool is_bool = mask.dtype == DType::b8;
-  for (int64_t i = 0; i < s_.Lq; ++i)
-    for (int64_t j = 0; j < s_.Lkv; ++j) {
-      const double m = mask.data[base + i * si + j * sj];
-      if (is_bool) {
-        if (m == 0.0) s(i, j) += kNegInf;  // bool: true keeps
-      } else {
-        s(i, j) += m;
-      }
-    }
 }
 
 bool softmax_row(const long double* scores, int64_t n, long double* p, long double& max) {

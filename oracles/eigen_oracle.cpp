@@ -34,11 +34,12 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
   const CounterStream dropout(c.data.seed, "dropout");
   const long double keep_factor = 1.0L / (1.0L - static_cast<long double>(c.dropout_p));
   MatrixL scores, p(s.Lq, s.Lkv);  // reused by every (batch, head) block
-  std::vector<long double> acc(s.Ev);
+  std::vector<const double*> v_rows(s.Lkv);  // of the block's kv head
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       call.scores_into(b, h, scores);
       const KeyNorms norms = key_norms(call, b, h);
+      for (int64_t j = 0; j < s.Lkv; ++j) v_rows[j] = call.value_row(b, h, j);
       double* dst = g.out.data.data() + (b * s.Hq + h) * s.Lq * s.Ev;
       for (int64_t i = 0; i < s.Lq; ++i) {
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
@@ -57,15 +58,16 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
         // first term, in key order. A fully masked row has weights 0, and
         // aten still multiplies them into V (_safe_softmax, then matmul):
         // 0, or NaN where V holds inf or NaN.
-        std::fill(acc.begin(), acc.end(), 0.0L);
-        for (int64_t j = 0; j < s.Lkv; ++j) {
-          const double* v = call.value_row(b, h, j);
-          for (int64_t e = 0; e < s.Ev; ++e) {
-            const long double term = pi[j] * static_cast<long double>(v[e]);
-            acc[e] = j == 0 ? term : acc[e] + term;
+        // Each output summed in a register (an x87 accumulator stored and
+        // reloaded per key stalls on the 80-bit store).
+        for (int64_t e = 0; e < s.Ev; ++e) {
+          long double acc = 0.0L;
+          for (int64_t j = 0; j < s.Lkv; ++j) {
+            const long double term = pi[j] * static_cast<long double>(v_rows[j][e]);
+            acc = j == 0 ? term : acc + term;
           }
+          dst[i * s.Ev + e] = static_cast<double>(acc);
         }
-        for (int64_t e = 0; e < s.Ev; ++e) dst[i * s.Ev + e] = static_cast<double>(acc[e]);
       }
     }
   g.cache = std::move(facts);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "harness/ir/kernels/reference_common.h"
 #include "harness/case/tensor_data.h"
@@ -30,9 +31,20 @@ void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std:
 void matmul_block(Num n, DType acc_of, DType out, const double* x, const double* y, int64_t m, int64_t kk,
                   int64_t cols, double* r) {
   auto rows = [&](auto zero, auto mul) {
-    std::vector<decltype(zero)> acc(cols);
+    using Acc = decltype(zero);
+    std::vector<Acc> acc(cols);
     for (int64_t i = 0; i < m; ++i) {
-      matmul_row(x + i * kk, y, kk, cols, acc, mul);
+      if constexpr (std::is_same_v<Acc, long double>) {
+        // Column by column, the sum in a register: the same terms in the same
+        // order, without an 80-bit store and reload per term.
+        for (int64_t j = 0; j < cols; ++j) {
+          Acc a = 0;
+          for (int64_t t = 0; t < kk; ++t) a += static_cast<Acc>(mul(x[i * kk + t], y[t * cols + j]));
+          acc[j] = a;
+        }
+      } else {
+        matmul_row(x + i * kk, y, kk, cols, acc, mul);
+      }
       for (int64_t j = 0; j < cols; ++j) r[i * cols + j] = n.store(out, static_cast<double>(acc[j]));
     }
   };
