@@ -1,5 +1,6 @@
 #include "oracles/attention_call.h"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -17,6 +18,15 @@ std::pair<int64_t, int64_t> heads_and_len(const Tensor& t, Layout layout) {
   int64_t r = t.dim();
   if (layout == Layout::bhsd) return {t.shape[r - 3], t.shape[r - 2]};
   return {t.shape[r - 2], t.shape[r - 3]};
+}
+
+// x + -inf, as x87 computes it: NaN for a NaN or +inf score (the NaN
+// itself, or the default NaN), -inf otherwise. The common case is answered
+// without the x87 add, which takes an infinite operand slowly.
+long double plus_neg_inf(long double x) {
+  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+  if (std::isnan(x) || x == -kNegInf) return x + kNegInf;
+  return kNegInf;
 }
 
 }  // namespace
@@ -133,11 +143,13 @@ void AttentionCall::scores_into(int64_t b, int64_t h, MatrixL& s) const {
       // it (convert_boolean_attn_mask), the causal one first: a NaN or +inf
       // score stays NaN where dropped. Top-left keeps j <= i, bottom-right
       // j <= i + Lkv - Lq, start-pos j <= i + start_pos.
-      if (c_.is_causal && !c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) x += kNegInf;
+      if (c_.is_causal && !c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) x = plus_neg_inf(x);
       if (mask) {
         const double m = mask->data[base + i * si + j * sj];
         if (is_bool) {
-          if (m == 0.0) x += kNegInf;  // bool: true keeps
+          if (m == 0.0) x = plus_neg_inf(x);  // bool: true keeps
+        } else if (m == kNegInf) {
+          x = plus_neg_inf(x);
         } else {
           x += m;
         }
@@ -161,7 +173,10 @@ bool softmax_row(const long double* scores, int64_t n, long double* p, long doub
   if (all_masked) return false;
   long double total = 0;
   for (int64_t j = 0; j < n; ++j) {
-    const long double w = exp_long(scores[j] - max);
+    // A dropped key's weight: -inf - max is -inf (max is not -inf here, or
+    // every kept score is NaN), e^-inf 0; without the x87 subtraction, which
+    // takes an infinite operand slowly.
+    const long double w = scores[j] == kNegInf && max != kNegInf ? 0.0L : exp_long(scores[j] - max);
     total += p[j] = w < kTiny ? 0.0L : w;
   }
   for (int64_t j = 0; j < n; ++j) p[j] /= total;
