@@ -181,8 +181,6 @@ TEST(GenCase, DeterministicForTheSameRandomAndSize) {
   EXPECT_GT(distinct, 190);
 }
 
-// The serving patterns, from fixed seeds under both policies, each in the
-
 // One generator serves every size (each size's generator is built once and
 // kept): drawn at sizes in an order that visits each size many times, it
 // gives at every draw what a generator never used before gives.
@@ -196,6 +194,8 @@ TEST(GenCase, AGeneratorUsedAtManySizesDrawsAsAFreshOne) {
         << "size " << size << ", seed " << seed;
   }
 }
+
+// The serving patterns, from fixed seeds under both policies, each in the
 // serving shape: one head for all, Lkv whole, the batch dims of the call
 // for per-batch padding; blocks from the policy's tiles; paddings cut to Lkv.
 TEST(GenCase, ServingMasksAreDrawnInTheServingShape) {
