@@ -228,7 +228,13 @@ std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& 
 }
 
 Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool rewritten, bool keep) {
-  Outcome o = execute_on(g, k, runs_[r], inputs_[r], c_.data.seed, rewritten, keep);
+  NodeMemo* memo = nullptr;
+  if (&k == &target_.exact_kernels() && !keep) {
+    if (run_memos_.size() < runs_.size()) run_memos_.resize(runs_.size());
+    if (!run_memos_[r]) run_memos_[r] = make_memo(runs_[r], c_.data.seed);
+    memo = run_memos_[r].get();
+  }
+  Outcome o = execute_on(g, k, runs_[r], inputs_[r], c_.data.seed, rewritten, keep, memo);
   if (!o.exec) {
     o.error.run = static_cast<int>(r);
     o.error.violated_assumptions = violated_assumptions(r);
@@ -238,7 +244,7 @@ Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool 
 
 Outcome CaseChecker::execute_on(const Graph& g, const KernelSet& k, const Assignment& at,
                                 const std::map<std::string, Tensor>& inputs, uint64_t seed, bool rewritten,
-                                bool keep) {
+                                bool keep, NodeMemo* memo) {
   Outcome o;
   RunContext ctx{at, seed};
   auto t0 = Clock::now();
@@ -246,7 +252,7 @@ Outcome CaseChecker::execute_on(const Graph& g, const KernelSet& k, const Assign
   Check check = main_check();
   std::string msg;
   try {
-    o.exec = interpret(g, k, inputs, ctx, keep);
+    o.exec = memo && !keep ? interpret(g, k, inputs, ctx, *memo) : interpret(g, k, inputs, ctx, keep);
   } catch (const KernelFault& e) {
     // The process computing the kernel failed, not the kernel: as a pass's.
     msg = e.what();
@@ -272,6 +278,11 @@ Outcome CaseChecker::execute_on(const Graph& g, const KernelSet& k, const Assign
     o.error.sizes = at;
   }
   return o;
+}
+
+std::unique_ptr<NodeMemo> CaseChecker::make_memo(const Assignment& at, uint64_t seed) {
+  if (!opt_.reuse_exact_nodes) return nullptr;
+  return std::make_unique<NodeMemo>(target_.exact_kernels(), RunContext{at, seed}, &memo_budget_);
 }
 
 std::vector<std::string> CaseChecker::violated_assumptions(size_t r) const {
