@@ -194,16 +194,19 @@ void CaseChecker::cross_check_late() {
 // (the guard's choices where it has none).
 std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& controls,
                                   std::vector<Decision>* decisions) {
-  Graph g = g0;
-  if (!opt_.passes) return g;
+  if (!opt_.passes) return g0;
   auto passes = target_.passes();
   const bool forcing = !controls.empty();
+  // The first pass reads g0 itself: each pass returns a new graph.
+  Graph g;
+  const Graph* in = &g0;
   for (size_t i = 0; i < passes.size(); ++i) {
     try {
       auto control = controls.find(static_cast<int>(i));
-      Pass::Result r = control != controls.end() ? passes[i]->run(g, env_, control->second)
-                                                 : passes[i]->run(g, env_);
+      Pass::Result r = control != controls.end() ? passes[i]->run(*in, env_, control->second)
+                                                 : passes[i]->run(*in, env_);
       g = std::move(r.graph);
+      in = &g;
       for (auto& d : r.decisions) d.pass = passes[i]->name();
       if (decisions) {
         decisions->insert(decisions->end(), r.decisions.begin(), r.decisions.end());
@@ -224,6 +227,7 @@ std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& 
       return std::nullopt;
     }
   }
+  if (in == &g0) return g0;  // no passes
   return g;
 }
 
