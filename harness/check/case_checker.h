@@ -85,15 +85,15 @@ class CaseChecker {
   // (the guard's choices where it has none).
   std::optional<Graph> apply_passes(const Graph& g0, const Controls& controls,
                                     std::vector<Decision>* decisions);
-  // An exact run that keeps no values shares node results with the other
-  // exact runs at run r (opt_.reuse_exact_nodes).
   Outcome execute(const Graph& g, const KernelSet& k, size_t r, bool rewritten, bool keep = false);
   // The same at any size, on given inputs and data seed (the proof's runs);
   // with a memo, node results are read from and given to it.
   Outcome execute_on(const Graph& g, const KernelSet& k, const Assignment& at,
                      const std::map<std::string, Tensor>& inputs, uint64_t seed, bool rewritten, bool keep = false,
                      NodeMemo* memo = nullptr);
-  // The memo of exact runs at `at` on data seed `seed` (null when reuse is off).
+  // The memo of the proof's exact runs at `at` on data seed `seed`, shared
+  // by g0 and every forced rewrite there (null when reuse is off). The
+  // runtime runs take none: their graphs share too little to pay for it.
   std::unique_ptr<NodeMemo> make_memo(const Assignment& at, uint64_t seed);
 
   // The error model depends only on the run and the kernel set's declared
@@ -233,10 +233,10 @@ class CaseChecker {
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision
   double value_scale_ = 0.0;
-  // Elements the node memos may still hold (2^22, 32 MiB of doubles, per
-  // case); declared before the memos, which give theirs back when dropped.
+  // Elements the proof runs' node memos may still hold (2^22, 32 MiB of
+  // doubles, per case); declared before proof_, whose memos give theirs
+  // back when dropped.
   int64_t memo_budget_ = int64_t{1} << 22;
-  std::vector<std::unique_ptr<NodeMemo>> run_memos_;  // per run, made on first use
   bool proof_built_ = false;
   std::vector<ProofRun> proof_;
   int64_t proof_kept_elements_ = 0;  // held by prepared proof runs

@@ -232,13 +232,7 @@ std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& 
 }
 
 Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool rewritten, bool keep) {
-  NodeMemo* memo = nullptr;
-  if (&k == &target_.exact_kernels() && !keep) {
-    if (run_memos_.size() < runs_.size()) run_memos_.resize(runs_.size());
-    if (!run_memos_[r]) run_memos_[r] = make_memo(runs_[r], c_.data.seed);
-    memo = run_memos_[r].get();
-  }
-  Outcome o = execute_on(g, k, runs_[r], inputs_[r], c_.data.seed, rewritten, keep, memo);
+  Outcome o = execute_on(g, k, runs_[r], inputs_[r], c_.data.seed, rewritten, keep);
   if (!o.exec) {
     o.error.run = static_cast<int>(r);
     o.error.violated_assumptions = violated_assumptions(r);
