@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 namespace sdpa {
@@ -128,11 +129,18 @@ std::optional<std::string> NodeMemo::key(const Node& n, const KernelArgs& args,
     put_string(k, args.kwargs[i].first);
     if (!put_value(k, args.kwargs[i].second, ids_of_kwargs.at(i))) return std::nullopt;
   }
-  // What a kernel reads of its node besides the arguments: the declared outputs.
+  // What a kernel reads of its node besides the arguments: the declared
+  // outputs. A shape that does not evaluate here leaves the node unkeyed,
+  // so it fails as it does without a memo (the kernel first).
   put(k, n.outputs.size());
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     put(k, n.outputs[i].dtype);
-    const Shape s = args.out_shape(i);
+    Shape s;
+    try {
+      s = args.out_shape(i);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
     put(k, s.size());
     for (int64_t d : s) put(k, d);
     put_qparams(k, n.outputs[i].qparams);
