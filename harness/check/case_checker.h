@@ -19,6 +19,7 @@
 #include "harness/ir/graph_verify.h"
 #include "harness/ir/interpreter.h"
 #include "harness/ir/kernels/reference_kernels.h"
+#include "harness/ir/node_memo.h"
 
 namespace sdpa::check_internal {
 
@@ -85,9 +86,15 @@ class CaseChecker {
   std::optional<Graph> apply_passes(const Graph& g0, const Controls& controls,
                                     std::vector<Decision>* decisions);
   Outcome execute(const Graph& g, const KernelSet& k, size_t r, bool rewritten, bool keep = false);
-  // The same at any size, on given inputs and data seed (the proof's runs).
+  // The same at any size, on given inputs and data seed (the proof's runs);
+  // with a memo, node results are read from and given to it.
   Outcome execute_on(const Graph& g, const KernelSet& k, const Assignment& at,
-                     const std::map<std::string, Tensor>& inputs, uint64_t seed, bool rewritten, bool keep = false);
+                     const std::map<std::string, Tensor>& inputs, uint64_t seed, bool rewritten, bool keep = false,
+                     NodeMemo* memo = nullptr);
+  // The memo of the proof's exact runs at `at` on data seed `seed`, shared
+  // by g0 and every forced rewrite there (null when reuse is off). The
+  // runtime runs take none: their graphs share too little to pay for it.
+  std::unique_ptr<NodeMemo> make_memo(const Assignment& at, uint64_t seed);
 
   // The error model depends only on the run and the kernel set's declared
   // numerics for this case and graph: computed once per run and set.
@@ -181,6 +188,7 @@ class CaseChecker {
     std::map<std::string, Tensor> inputs;
     Golden entry_ref;
     double value_scale = 0.0;
+    std::unique_ptr<NodeMemo> memo;  // the exact runs' node results here (dropped with the tensors)
   };
   // The second draw: the case with its data drawn again, the SDPA call its
   // entry graph means, and its module (composite).
@@ -225,6 +233,10 @@ class CaseChecker {
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision
   double value_scale_ = 0.0;
+  // Elements the proof runs' node memos may still hold (2^22, 32 MiB of
+  // doubles, per case); declared before proof_, whose memos give theirs
+  // back when dropped.
+  int64_t memo_budget_ = int64_t{1} << 22;
   bool proof_built_ = false;
   std::vector<ProofRun> proof_;
   int64_t proof_kept_elements_ = 0;  // held by prepared proof runs

@@ -194,16 +194,19 @@ void CaseChecker::cross_check_late() {
 // (the guard's choices where it has none).
 std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& controls,
                                   std::vector<Decision>* decisions) {
-  Graph g = g0;
-  if (!opt_.passes) return g;
+  if (!opt_.passes) return g0;
   auto passes = target_.passes();
   const bool forcing = !controls.empty();
+  // The first pass reads g0 itself: each pass returns a new graph.
+  Graph g;
+  const Graph* in = &g0;
   for (size_t i = 0; i < passes.size(); ++i) {
     try {
       auto control = controls.find(static_cast<int>(i));
-      Pass::Result r = control != controls.end() ? passes[i]->run(g, env_, control->second)
-                                                 : passes[i]->run(g, env_);
+      Pass::Result r = control != controls.end() ? passes[i]->run(*in, env_, control->second)
+                                                 : passes[i]->run(*in, env_);
       g = std::move(r.graph);
+      in = &g;
       for (auto& d : r.decisions) d.pass = passes[i]->name();
       if (decisions) {
         decisions->insert(decisions->end(), r.decisions.begin(), r.decisions.end());
@@ -224,6 +227,7 @@ std::optional<Graph> CaseChecker::apply_passes(const Graph& g0, const Controls& 
       return std::nullopt;
     }
   }
+  if (in == &g0) return g0;  // no passes
   return g;
 }
 
@@ -238,7 +242,7 @@ Outcome CaseChecker::execute(const Graph& g, const KernelSet& k, size_t r, bool 
 
 Outcome CaseChecker::execute_on(const Graph& g, const KernelSet& k, const Assignment& at,
                                 const std::map<std::string, Tensor>& inputs, uint64_t seed, bool rewritten,
-                                bool keep) {
+                                bool keep, NodeMemo* memo) {
   Outcome o;
   RunContext ctx{at, seed};
   auto t0 = Clock::now();
@@ -246,7 +250,7 @@ Outcome CaseChecker::execute_on(const Graph& g, const KernelSet& k, const Assign
   Check check = main_check();
   std::string msg;
   try {
-    o.exec = interpret(g, k, inputs, ctx, keep);
+    o.exec = memo && !keep ? interpret(g, k, inputs, ctx, *memo) : interpret(g, k, inputs, ctx, keep);
   } catch (const KernelFault& e) {
     // The process computing the kernel failed, not the kernel: as a pass's.
     msg = e.what();
@@ -272,6 +276,11 @@ Outcome CaseChecker::execute_on(const Graph& g, const KernelSet& k, const Assign
     o.error.sizes = at;
   }
   return o;
+}
+
+std::unique_ptr<NodeMemo> CaseChecker::make_memo(const Assignment& at, uint64_t seed) {
+  if (!opt_.reuse_exact_nodes) return nullptr;
+  return std::make_unique<NodeMemo>(target_.exact_kernels(), RunContext{at, seed}, &memo_budget_);
 }
 
 std::vector<std::string> CaseChecker::violated_assumptions(size_t r) const {

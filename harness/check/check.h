@@ -29,6 +29,13 @@ struct CheckOptions {
   /// row. The verdicts of every other case read the first oracle alone
   /// either way, so no finding depends on it (README, Throughput).
   int64_t oracle_sample = 1;
+  /// The completeness proof's exact runs at one proof size and data draw
+  /// share node results (node_memo.h): a node of a forced rewrite that
+  /// matches a node of the entry graph (or of an earlier rewrite) by op,
+  /// arguments and input values takes its outputs instead of running its
+  /// kernel again. Off: every node runs; the results are the same either
+  /// way (a test compares them).
+  bool reuse_exact_nodes = true;
 };
 
 /// The oracle_sample `sdpacheck fuzz` and the throughput bench use unless told.

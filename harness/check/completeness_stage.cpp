@@ -134,7 +134,8 @@ bool CaseChecker::prepare_proof_run(const Graph& g0, ProofRun& p) {
   p.inputs = target_.inputs(c, p.tensors);
   p.value_scale = (composite ? composite->scale(p.tensors) : p.tensors.v.max_abs()) / (1.0 - c.dropout_p);
   result_.timing.generate += seconds_since(t0);
-  Outcome o = execute_on(g0, target_.exact_kernels(), p.at, p.inputs, c.data.seed, false);
+  p.memo = make_memo(p.at, c.data.seed);
+  Outcome o = execute_on(g0, target_.exact_kernels(), p.at, p.inputs, c.data.seed, false, false, p.memo.get());
   if (!o.exec) return false;
   p.entry_ref.out = o.exec->outputs[0];
   p.usable = true;
@@ -145,7 +146,7 @@ bool CaseChecker::prepare_proof_run(const Graph& g0, ProofRun& p) {
 // graph there, rows a declared divergence explains aside.
 bool CaseChecker::refines_at(const Graph& g, ProofRun& p) {
   const Case& c = p.second_draw ? second().c : c_;
-  Outcome o = execute_on(g, target_.exact_kernels(), p.at, p.inputs, c.data.seed, true);
+  Outcome o = execute_on(g, target_.exact_kernels(), p.at, p.inputs, c.data.seed, true, false, p.memo.get());
   if (!o.exec) return false;
   Comparison cmp = compare_exact(o.exec->outputs[0], p.entry_ref, p.value_scale);
   if (cmp.within) return true;

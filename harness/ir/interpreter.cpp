@@ -3,14 +3,17 @@
 #include <stdexcept>
 
 #include "harness/ir/graph_printer.h"
+#include "harness/ir/node_memo.h"
 
 namespace sdpa {
 namespace {
 
 class Interpreter {
  public:
-  Interpreter(const Graph& g, const KernelSet& k, const RunContext& ctx)
-      : g_(g), kernels_(k), ctx_(ctx), values_(g.nodes.size()), borrowed_(g.nodes.size(), nullptr) {}
+  Interpreter(const Graph& g, const KernelSet& k, const RunContext& ctx, NodeMemo* memo = nullptr)
+      : g_(g), kernels_(k), ctx_(ctx), values_(g.nodes.size()), borrowed_(g.nodes.size(), nullptr), memo_(memo) {
+    if (memo_) refs_.resize(g.nodes.size()), ids_.resize(g.nodes.size());
+  }
 
   // Placeholders and constants are read where they are (the caller's input,
   // the graph's buffer), not copied; outputs move out of the run.
@@ -22,9 +25,13 @@ class Interpreter {
       if (n.op == "placeholder") {
         borrowed_[i] = bind(n, by_name, by_position, placeholder++);
         check_meta(n, borrowed_[i], 1);
+        if (memo_) ids_[i] = {memo_->intern(*borrowed_[i])};
       } else if (n.op == "get_attr") {
         borrowed_[i] = &g_.constants.at(std::get<std::string>(n.args.at(0)));
         check_meta(n, borrowed_[i], 1);
+        if (memo_) ids_[i] = {memo_->intern(*borrowed_[i])};
+      } else if (memo_) {
+        call_with_memo(i);
       } else {
         values_[i] = call(n);
         check_meta(n, values_[i].data(), values_[i].size());
@@ -37,7 +44,7 @@ class Interpreter {
       bool again = false;  // a value output twice is copied, not moved
       for (size_t later = k + 1; later < g_.outputs.size(); ++later)
         again = again || (g_.outputs[later].node == o.node && g_.outputs[later].output == o.output);
-      if (borrowed_.at(o.node) || keep || again) e.outputs.push_back(value(o));
+      if (borrowed_.at(o.node) || memo_ || keep || again) e.outputs.push_back(value(o));
       else e.outputs.push_back(std::move(values_.at(o.node).at(o.output)));
     }
     if (keep) {
@@ -68,7 +75,47 @@ class Interpreter {
       if (o.output != 0) throw std::out_of_range("%" + g_.nodes[o.node].name + " has one output");
       return *t;
     }
+    if (memo_) return *refs_.at(o.node).at(o.output);
     return values_.at(o.node).at(o.output);
+  }
+
+  // The node's outputs from the memo where a node of the same key ran at
+  // this context; else computed, then offered to the memo (by move: the
+  // run reads them there), and the key recorded when every output is held.
+  void call_with_memo(size_t i) {
+    const Node& n = g_.nodes[i];
+    KernelArgs args = resolve_args(n);
+    auto id_of = [&](const Arg& a) -> std::optional<int> {
+      const auto* v = std::get_if<ValueRef>(&a);
+      if (!v) return std::nullopt;
+      if (v->node < 0 || v->node >= static_cast<int>(ids_.size()) || v->output >= static_cast<int>(ids_[v->node].size()))
+        return std::nullopt;
+      return ids_[v->node][v->output];
+    };
+    std::vector<std::optional<int>> arg_ids, kwarg_ids;
+    for (const auto& a : n.args) arg_ids.push_back(id_of(a));
+    for (const auto& [k, a] : n.kwargs) kwarg_ids.push_back(id_of(a));
+    const std::optional<std::string> key = memo_->key(n, args, arg_ids, kwarg_ids);
+    if (const std::vector<int>* hit = key ? memo_->find(*key) : nullptr) {
+      memo_->count_hit();
+      for (int id : *hit) refs_[i].push_back(&memo_->value(id)), ids_[i].push_back(id);
+    } else {
+      values_[i] = dispatch(n, args);
+      bool held = true;
+      for (Tensor& t : values_[i]) {
+        std::optional<int> id = memo_->intern(std::move(t));
+        held = held && id.has_value();
+        ids_[i].push_back(id);
+        refs_[i].push_back(id ? &memo_->value(*id) : &t);
+      }
+      if (key && held) {
+        std::vector<int> ids;
+        for (const auto& id : ids_[i]) ids.push_back(*id);
+        memo_->insert(*key, std::move(ids));
+      }
+    }
+    if (refs_[i].size() != n.outputs.size()) check_meta(n, nullptr, refs_[i].size());
+    for (size_t k = 0; k < refs_[i].size(); ++k) check_output(n, k, *refs_[i][k]);
   }
 
   Value resolve(const Arg& a) const {
@@ -87,10 +134,16 @@ class Interpreter {
     return std::visit(R{*this}, a);
   }
 
-  std::vector<Tensor> call(const Node& n) {
+  KernelArgs resolve_args(const Node& n) const {
     KernelArgs args(n, ctx_);
     for (const auto& a : n.args) args.args.push_back(resolve(a));
     for (const auto& [k, a] : n.kwargs) args.kwargs.emplace_back(k, resolve(a));
+    return args;
+  }
+
+  std::vector<Tensor> call(const Node& n) { return dispatch(n, resolve_args(n)); }
+
+  std::vector<Tensor> dispatch(const Node& n, const KernelArgs& args) {
     if (n.op == "cond") return run_cond(n, args);
     const KernelFn* fn = kernels_.find(n.op);
     if (!fn)
@@ -123,14 +176,15 @@ class Interpreter {
       throw GraphError("%" + n.name + " (" + n.op + "): kernel returned " +
                        std::to_string(count) + " outputs, the node declares " +
                        std::to_string(n.outputs.size()));
-    for (size_t i = 0; i < count; ++i) {
-      Shape want = eval_shape(n.outputs[i].shape, ctx_.sizes);
-      if (got[i].shape != want || got[i].dtype != n.outputs[i].dtype)
-        throw GraphError("%" + n.name + " (" + n.op + "): output " + std::to_string(i) + " is " +
-                         dtype_name(got[i].dtype) + shape_str(got[i].shape) +
-                         ", the node declares " + print_value_info(n.outputs[i]) + " = " +
-                         dtype_name(n.outputs[i].dtype) + shape_str(want));
-    }
+    for (size_t i = 0; i < count; ++i) check_output(n, i, got[i]);
+  }
+
+  void check_output(const Node& n, size_t i, const Tensor& got) const {
+    Shape want = eval_shape(n.outputs[i].shape, ctx_.sizes);
+    if (got.shape != want || got.dtype != n.outputs[i].dtype)
+      throw GraphError("%" + n.name + " (" + n.op + "): output " + std::to_string(i) + " is " +
+                       dtype_name(got.dtype) + shape_str(got.shape) + ", the node declares " +
+                       print_value_info(n.outputs[i]) + " = " + dtype_name(n.outputs[i].dtype) + shape_str(want));
   }
 
   // Frees values no later node reads, unless every value is kept.
@@ -163,6 +217,9 @@ class Interpreter {
   std::vector<const Tensor*> borrowed_;  // placeholders and constants: not copied
   std::vector<int> last_use_;
   std::vector<std::vector<int>> dead_after_;
+  NodeMemo* memo_;
+  std::vector<std::vector<const Tensor*>> refs_;        // with a memo: where each output is read
+  std::vector<std::vector<std::optional<int>>> ids_;   // with a memo: each output's identity there
 };
 
 }  // namespace
@@ -171,6 +228,13 @@ Execution interpret(const Graph& g, const KernelSet& kernels,
                     const std::map<std::string, Tensor>& inputs, const RunContext& ctx,
                     bool keep_values) {
   return Interpreter(g, kernels, ctx).run(&inputs, nullptr, keep_values);
+}
+
+Execution interpret(const Graph& g, const KernelSet& kernels, const std::map<std::string, Tensor>& inputs,
+                    const RunContext& ctx, NodeMemo& memo) {
+  if (!memo.bound_to(kernels, ctx))
+    throw std::logic_error("interpret: the node memo was made for another kernel set or run context");
+  return Interpreter(g, kernels, ctx, &memo).run(&inputs, nullptr, false);
 }
 
 Execution interpret_positional(const Graph& g, const KernelSet& kernels,

@@ -22,6 +22,15 @@ Execution interpret(const Graph& g, const KernelSet& kernels,
                     const std::map<std::string, Tensor>& inputs, const RunContext& ctx,
                     bool keep_values = false);
 
+class NodeMemo;
+
+/// Same, reading node results from `memo` where a node of the same key ran
+/// there, and giving it the results it computes (node_memo.h). The memo
+/// must have been made for `kernels` at `ctx`; values are not kept.
+Execution interpret(const Graph& g, const KernelSet& kernels,
+                    const std::map<std::string, Tensor>& inputs, const RunContext& ctx,
+                    NodeMemo& memo);
+
 /// Same, binding placeholders by position (used for cond branches).
 Execution interpret_positional(const Graph& g, const KernelSet& kernels,
                                const std::vector<const Tensor*>& inputs, const RunContext& ctx,

@@ -112,7 +112,13 @@ std::vector<Tensor> native_dropout(const KernelArgs& a, Num n) {
   double p = a.real(1);
   bool train = a.flag(2, true);
   Tensor out = x, keep(DType::b8, x.shape, 1.0);
-  if (!train || p == 0.0) return {out, keep};
+  auto both = [&] {
+    std::vector<Tensor> r;
+    r.push_back(std::move(out));
+    r.push_back(std::move(keep));
+    return r;
+  };
+  if (!train || p == 0.0) return both();
   CounterStream stream(a.ctx.data_seed, "dropout");
   double factor = n.scalar(x.dtype, 1.0 / (1.0 - p));
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -121,7 +127,7 @@ std::vector<Tensor> native_dropout(const KernelArgs& a, Num n) {
     // A product, as aten's x * mask * scale: a dropped NaN or inf stays NaN.
     out.data[i] = kept ? n.op(x.dtype, x.data[i] * factor) : x.data[i] * 0.0;
   }
-  return {out, keep};
+  return both();
 }
 
 // aten.scaled_dot_product_attention: naive, with PyTorch's split scale
@@ -302,28 +308,28 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           orow[e] = n.store(a.out_dtype(), n.sum(t, s.Lkv, [&](int64_t j) { return n.mul(t, p[j], vb[j * s.Ev + e]); }));
       }
     }
-  return {out};
+  return one(std::move(out));
 }
 
 }  // namespace
 
 void add_attention_kernels(KernelSet& k, Num n) {
   k.add("aten.matmul.default", [n](const KernelArgs& a) {
-    return std::vector<Tensor>{matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype())};
+    return one(matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype()));
   });
   k.add("aten.bmm.default", [n](const KernelArgs& a) {
     if (a.tensor(0).dim() != 3 || a.tensor(1).dim() != 3) refuse(a, "bmm takes two 3-D tensors");
     if (a.tensor(0).shape[0] != a.tensor(1).shape[0]) refuse(a, "bmm batch sizes differ");
-    return std::vector<Tensor>{matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype())};
+    return one(matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype()));
   });
   k.add("aten._softmax.default", [n](const KernelArgs& a) {
-    return std::vector<Tensor>{softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false)};
+    return one(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false));
   });
   k.add("aten.softmax.int", [n](const KernelArgs& a) {
-    return std::vector<Tensor>{softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false)};
+    return one(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false));
   });
   k.add("aten._safe_softmax.default", [n](const KernelArgs& a) {
-    return std::vector<Tensor>{softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), true)};
+    return one(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), true));
   });
   k.add("aten.native_dropout.default", [n](const KernelArgs& a) { return native_dropout(a, n); });
   k.add("aten.scaled_dot_product_attention.default",

@@ -5,8 +5,10 @@ namespace sdpa::ref {
 namespace {
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
-  Tensor r = x;
-  for (size_t d = 0; d < perm.size(); ++d) r.shape[d] = x.shape[perm[d]];
+  Shape shape = x.shape;
+  for (size_t d = 0; d < perm.size(); ++d) shape[d] = x.shape[perm[d]];
+  Tensor r(x.dtype, shape);
+  r.qparams = x.qparams;
   auto xs = strides_of(x.shape);
   std::array<std::vector<int64_t>, 1> src{std::vector<int64_t>(perm.size())};
   for (size_t d = 0; d < perm.size(); ++d) src[0][d] = xs[perm[d]];
@@ -77,8 +79,6 @@ Tensor slice_last_dim(const KernelArgs& a, const Tensor& x, int64_t dim, int64_t
   return r;
 }
 
-std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
-
 // Elements [start, end) step `step` of dim `dim` (aten.slice.Tensor): a
 // negative bound counts from the end, both are clamped to [0, size].
 Tensor slice(const KernelArgs& a, const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
@@ -126,7 +126,7 @@ void add_shape_kernels(KernelSet& k, Num) {
     Tensor r = a.tensor(0);
     int64_t d = wrap_dim(a.integer(1), r.dim() + 1, a.node);
     r.shape.insert(r.shape.begin() + d, 1);
-    return one(r);
+    return one(std::move(r));
   });
   k.add("aten.squeeze.dims", [](const KernelArgs& a) {
     Tensor r = a.tensor(0);
@@ -139,7 +139,7 @@ void add_shape_kernels(KernelSet& k, Num) {
     for (int64_t d = 0; d < r.dim(); ++d)
       if (!drop[d]) s.push_back(r.shape[d]);
     r.shape = s;
-    return one(r);
+    return one(std::move(r));
   });
   k.add("aten.constant_pad_nd.default", [](const KernelArgs& a) {
     const double value = a.real(2, 0.0);
@@ -182,7 +182,7 @@ void add_shape_kernels(KernelSet& k, Num) {
                     std::to_string(x.shape[dim]));
     Tensor r = slice(a, x, dim, index, index + 1, 1);
     r.shape.erase(r.shape.begin() + dim);
-    return one(r);
+    return one(std::move(r));
   });
   // Tensor.item(): the one element as a 0-d tensor. Keyword "binds" names
   // the unbacked symbol export binds to it (FX's unbacked_bindings): at a
@@ -195,7 +195,7 @@ void add_shape_kernels(KernelSet& k, Num) {
                                            static_cast<double>(std::get<int64_t>(*b)) != r.data[0])
       throw GraphError("%" + a.node.name + ": the element is " + std::to_string(r.data[0]) +
                        " but the symbol it binds is " + std::to_string(std::get<int64_t>(*b)) + " at this run");
-    return one(r);
+    return one(std::move(r));
   });
   k.add("aten.repeat_interleave.self_int", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
@@ -211,7 +211,7 @@ void add_shape_kernels(KernelSet& k, Num) {
       for (int64_t i = 0; i < n * repeats; ++i)
         for (int64_t e = 0; e < inner; ++e)
           r.data[(o * n * repeats + i) * inner + e] = x.data[(o * n + i / repeats) * inner + e];
-    return one(r);
+    return one(std::move(r));
   });
 }
 
