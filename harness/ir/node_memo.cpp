@@ -89,10 +89,20 @@ std::optional<int> NodeMemo::lookup(const Tensor& t, uint64_t h) const {
   return std::nullopt;
 }
 
-bool NodeMemo::fits(const Tensor& t) const { return budget_ && *budget_ >= std::max<int64_t>(1, t.numel()); }
+// What a value costs of the budget: the storage its data holds, which a
+// kernel that cut a larger buffer down (a slice of a cache) leaves above
+// its element count.
+int64_t NodeMemo::cost(const Tensor& t) {
+  return std::max<int64_t>({int64_t{1}, t.numel(), static_cast<int64_t>(t.data.capacity())});
+}
+
+bool NodeMemo::fits(const Tensor& t) const { return budget_ && *budget_ >= cost(t); }
 
 std::optional<int> NodeMemo::store(std::unique_ptr<Tensor> t, uint64_t h) {
-  const int64_t n = std::max<int64_t>(1, t->numel());
+  // A value cut from a larger buffer (a kernel's slice of a cache) is kept
+  // at its own size: the budget bounds what the memo holds.
+  if (t->data.capacity() > t->data.size()) t->data.shrink_to_fit();
+  const int64_t n = cost(*t);
   *budget_ -= n;
   elements_ += n;
   const int id = static_cast<int>(values_.size());

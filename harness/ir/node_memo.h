@@ -71,6 +71,7 @@ class NodeMemo {
   static uint64_t content_hash(const Tensor& t);
   static bool same_content(const Tensor& a, const Tensor& b);
   std::optional<int> lookup(const Tensor& t, uint64_t h) const;
+  static int64_t cost(const Tensor& t);
   bool fits(const Tensor& t) const;
   std::optional<int> store(std::unique_ptr<Tensor> t, uint64_t h);
 

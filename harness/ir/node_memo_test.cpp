@@ -106,6 +106,27 @@ TEST(NodeMemo, PastItsBudgetTheMemoStoresNothingAndResultsAreTheSame) {
   EXPECT_EQ(a.data, interpret(chain(false), exact_kernels(), in, {}).outputs[0].data);
 }
 
+// A value whose buffer is larger than its elements (a slice cut from a
+// cache) is kept at its own size, and admitted by the storage it holds: the
+// budget bounds the memory the memo keeps, not only the element count.
+TEST(NodeMemo, AValueCutFromALargerBufferIsKeptAtItsOwnSize) {
+  Counting c;
+  int64_t budget = 100;
+  NodeMemo memo(c.k, {}, &budget);
+  Tensor cut = vec({1.0, 2.0});
+  cut.data.reserve(64);
+  ASSERT_GE(cut.data.capacity(), 64u);
+  const std::optional<int> id = memo.intern(std::move(cut));
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(memo.value(*id).data.capacity(), 2u);
+  EXPECT_EQ(memo.elements(), 2);
+  EXPECT_EQ(budget, 98);
+  Tensor wide = vec({3.0, 4.0});
+  wide.data.reserve(1000);
+  EXPECT_FALSE(memo.intern(std::move(wide)).has_value()) << "1,000 doubles of storage do not fit in 98";
+  EXPECT_EQ(memo.elements(), 2);
+}
+
 TEST(NodeMemo, AFailingNodeFailsAgain) {
   Counting c;
   int64_t budget = 1 << 20;
