@@ -217,7 +217,7 @@ class TargetCampaign {
   void submit_ahead() {
     constexpr int64_t kAheadPerWorker = 32;
     const auto room = static_cast<size_t>(kAheadPerWorker * isolated_->jobs());
-    while (isolated_->in_flight() < isolated_->jobs() && next_submit_ < opt_.cases && ahead_.size() < room) {
+    while (isolated_->in_flight() < isolated_->capacity() && next_submit_ < opt_.cases && ahead_.size() < room) {
       Generated g = generate(next_submit_);
       try {
         validate_case(g.c);

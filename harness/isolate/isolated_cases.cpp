@@ -28,7 +28,7 @@ nlohmann::json case_request(const std::string& target, const Options& target_opt
 IsolatedCases::IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits,
                              int jobs)
     : worker_(case_handler(target_for, reference), limits),
-      pool_(jobs, case_handler(target_for, reference), limits) {}
+      pool_(jobs, case_handler(target_for, reference), limits, kCasesPerWorker) {}
 
 CaseResult IsolatedCases::result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died) {
   died = false;

@@ -26,8 +26,10 @@ class IsolatedCases {
   /// Whether the last run ended its worker (its result is crash, timeout or oom).
   bool last_died() const { return last_died_; }
 
-  /// run, in two steps: submit sends a case to a free worker of the pool
-  /// (needs in_flight() < jobs()); next waits for any submitted case.
+  /// run, in two steps: submit sends a case to a worker of the pool (needs
+  /// in_flight() < capacity()); next waits for any submitted case. Each
+  /// worker holds kCasesPerWorker cases at once, so it starts the next case
+  /// as soon as it has answered one.
   void submit(int64_t tag, const std::string& target, const Options& target_options, const Case& c,
               const CheckOptions& options);
   struct Ran {
@@ -37,7 +39,9 @@ class IsolatedCases {
   };
   Ran next();
   int jobs() const { return pool_.jobs(); }
+  int capacity() const { return pool_.capacity(); }
   int in_flight() const { return pool_.busy(); }
+  static constexpr int kCasesPerWorker = 2;
 
  private:
   CaseResult result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died);

@@ -52,12 +52,13 @@ bool read_all(int fd, char* data, size_t n) {
 
 // A frame: the payload's length (8 bytes, host order) and the payload,
 // MessagePack (doubles exact, strings need not be UTF-8).
-bool send_frame(int fd, const nlohmann::json& j) {
-  std::vector<uint8_t> bytes = nlohmann::json::to_msgpack(j);
+bool send_bytes(int fd, const std::vector<uint8_t>& bytes) {
   uint64_t n = bytes.size();
   return write_all(fd, reinterpret_cast<const char*>(&n), sizeof n) &&
          write_all(fd, reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
+
+bool send_frame(int fd, const nlohmann::json& j) { return send_bytes(fd, nlohmann::json::to_msgpack(j)); }
 
 bool receive_frame(int fd, nlohmann::json& out) {
   uint64_t n = 0;
@@ -172,38 +173,52 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
   return {verdict, verdict == Verdict::crash ? "the worker " + describe_exit(status) : detail};
 }
 
-void Worker::submit(const nlohmann::json& request) {
-  if (busy_) throw std::logic_error("worker: submit while a request is out");
+void Worker::send(const std::vector<uint8_t>& frame) {
   if (pid_ < 0) start();
+  // A request is small and at most a few are unread: the socket's buffer
+  // takes it without blocking on a worker that is writing a reply.
+  send_failed_ = send_failed_ || !send_bytes(fd_, frame);
+}
+
+void Worker::submit(const nlohmann::json& request) {
+  pending_.push_back(nlohmann::json::to_msgpack(request));
+  if (pending_.size() == 1) begin_ = Clock::now();
+  send(pending_.back());
+}
+
+WorkerDeath Worker::died(Verdict verdict, const std::string& detail) {
+  WorkerDeath death = reap(verdict, detail);
+  pending_.pop_front();
+  send_failed_ = false;
   begin_ = Clock::now();
-  busy_ = true;
-  send_failed_ = !send_frame(fd_, request);
+  for (const auto& frame : pending_) send(frame);
+  return death;
 }
 
 std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool readable) {
-  if (!busy_) throw std::logic_error("worker: collect with no request out");
+  if (pending_.empty()) throw std::logic_error("worker: collect with no request out");
   if (send_failed_ || readable) {
-    busy_ = false;
+    // A worker gone while a request was sent may still have answered the
+    // ones before it: its replies are read first.
     nlohmann::json reply;
-    if (send_failed_ || !receive_frame(fd_, reply)) return reap(Verdict::crash, "");
+    if (!receive_frame(fd_, reply)) return died(Verdict::crash, "");
+    pending_.pop_front();
+    begin_ = Clock::now();
     if (auto it = reply.find("ok"); it != reply.end()) return std::move(*it);
     if (auto it = reply.find("input_error"); it != reply.end()) throw InputError(it->get<std::string>());
     throw std::runtime_error(reply.value("error", std::string("worker: malformed reply")));
   }
   double seconds = std::chrono::duration<double>(Clock::now() - begin_).count();
-  if (limits_.timeout_s > 0 && seconds > limits_.timeout_s) {
-    busy_ = false;
-    return reap(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
-  }
-  if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb) {
-    busy_ = false;
-    return reap(Verdict::oom, "the worker's resident memory passed the limit of " +
+  if (limits_.timeout_s > 0 && seconds > limits_.timeout_s)
+    return died(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
+  if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb)
+    return died(Verdict::oom, "the worker's resident memory passed the limit of " +
                                   std::to_string(limits_.rss_limit_mb) + " MiB");
-  }
   return std::nullopt;
 }
 
 std::variant<nlohmann::json, WorkerDeath> Worker::call(const nlohmann::json& request) {
+  if (busy()) throw std::logic_error("worker: call while requests are out");
   submit(request);
   for (;;) {
     pollfd p{fd_, POLLIN, 0};

@@ -11,10 +11,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -51,19 +53,30 @@ class Worker {
   /// The same in two steps, so that a parent can keep several workers busy
   /// (WorkerPool): submit sends the request (starting a worker if none
   /// runs) and returns at once; collect returns the reply or the death once
-  /// there is one, nullopt while the worker still works. `readable`: poll()
-  /// saw fd() readable (collect then blocks until the whole reply is read).
+  /// there is one, nullopt while the worker still works. Requests may queue:
+  /// the worker answers them in order, so it starts the next one without
+  /// waiting for the parent to read a reply and send again. collect answers
+  /// the oldest one out; its clock and the worker's memory are its own from
+  /// the moment the reply before it was collected. A death belongs to that
+  /// oldest request; the requests queued behind it go to a new worker.
+  /// `readable`: poll() saw fd() readable (collect then blocks until the
+  /// whole reply is read).
   void submit(const nlohmann::json& request);
   std::optional<std::variant<nlohmann::json, WorkerDeath>> collect(bool readable);
   /// The parent's end of the socket while a request is out; -1 otherwise.
-  int fd() const { return busy_ ? fd_ : -1; }
-  bool busy() const { return busy_; }
+  int fd() const { return busy() ? fd_ : -1; }
+  bool busy() const { return !pending_.empty(); }
+  /// Requests sent and not yet answered.
+  int pending() const { return static_cast<int>(pending_.size()); }
 
   /// Worker processes started so far (the first and every restart).
   int64_t starts() const { return starts_; }
 
  private:
   void start();
+  void send(const std::vector<uint8_t>& frame);
+  /// The oldest request's death; the ones queued behind it are sent to a new worker.
+  WorkerDeath died(Verdict verdict, const std::string& detail);
   WorkerDeath reap(Verdict verdict, const std::string& detail);
 
   Handler handler_;
@@ -71,9 +84,9 @@ class Worker {
   pid_t pid_ = -1;
   int fd_ = -1;  // the parent's end of the socket pair
   int64_t starts_ = 0;
-  bool busy_ = false;          // a submitted request has no reply yet
-  bool send_failed_ = false;   // the worker was gone when the request was sent
-  std::chrono::steady_clock::time_point begin_;  // when the request was sent
+  std::deque<std::vector<uint8_t>> pending_;  // requests out, oldest first, encoded
+  bool send_failed_ = false;   // the worker was gone when a request was sent
+  std::chrono::steady_clock::time_point begin_;  // when the oldest request out began
 };
 
 /// How often the parent looks at a busy worker's clock and memory (one

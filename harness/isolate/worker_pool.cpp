@@ -14,26 +14,28 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-WorkerPool::WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits) {
+WorkerPool::WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth)
+    : depth_(depth) {
   if (jobs < 1) throw std::invalid_argument("WorkerPool: jobs must be at least 1");
+  if (depth < 1) throw std::invalid_argument("WorkerPool: depth must be at least 1");
   for (int i = 0; i < jobs; ++i) workers_.push_back(std::make_unique<Worker>(handler, limits));
-  tags_.assign(workers_.size(), 0);
+  tags_.assign(workers_.size(), {});
 }
 
 int WorkerPool::busy() const {
   int n = 0;
-  for (const auto& w : workers_) n += w->busy();
+  for (const auto& w : workers_) n += w->pending();
   return n;
 }
 
 void WorkerPool::submit(int64_t tag, const nlohmann::json& request) {
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    if (workers_[i]->busy()) continue;
-    tags_[i] = tag;
-    workers_[i]->submit(request);
-    return;
-  }
-  throw std::logic_error("WorkerPool: submit with every worker busy");
+  size_t best = workers_.size();
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i]->pending() < depth_ && (best == workers_.size() || workers_[i]->pending() < workers_[best]->pending()))
+      best = i;
+  if (best == workers_.size()) throw std::logic_error("WorkerPool: submit with every worker full");
+  tags_[best].push_back(tag);
+  workers_[best]->submit(request);
 }
 
 WorkerPool::Reply WorkerPool::wait() {
@@ -56,7 +58,20 @@ WorkerPool::Reply WorkerPool::wait() {
     for (size_t k = 0; k < fds.size(); ++k) {
       const bool readable = ready > 0 && fds[k].revents != 0;
       if (!readable && !check_limits) continue;
-      if (auto reply = workers_[owner[k]]->collect(readable)) return {tags_[owner[k]], std::move(*reply)};
+      Worker& w = *workers_[owner[k]];
+      std::deque<int64_t>& tags = tags_[owner[k]];
+      const int before = w.pending();
+      std::optional<std::variant<nlohmann::json, WorkerDeath>> reply;
+      try {
+        reply = w.collect(readable);
+      } catch (...) {  // the handler's error answers the oldest request
+        if (w.pending() < before) tags.pop_front();
+        throw;
+      }
+      if (!reply) continue;
+      const int64_t tag = tags.front();
+      tags.pop_front();
+      return {tag, std::move(*reply)};
     }
   }
 }

@@ -2,9 +2,12 @@
 /// Several Workers answering requests side by side (`fuzz --jobs N`): a
 /// request goes to a free worker, and replies come back as they finish,
 /// each with the tag of the request it answers. Every worker keeps the
-/// limits and the death reporting of a lone Worker.
+/// limits and the death reporting of a lone Worker. With a depth above 1 a
+/// worker holds that many requests at once and starts the next as soon as
+/// it has answered one (no round trip through the parent in between).
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -15,14 +18,16 @@ namespace sdpa {
 
 class WorkerPool {
  public:
-  WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits);
+  WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth = 1);
 
   int jobs() const { return static_cast<int>(workers_.size()); }
+  /// Requests the pool holds at once: jobs times the depth.
+  int capacity() const { return jobs() * depth_; }
   /// Requests out, without a reply yet.
   int busy() const;
-  bool full() const { return busy() == jobs(); }
+  bool full() const { return busy() == capacity(); }
 
-  /// Sends `request` to a free worker; needs !full().
+  /// Sends `request` to the worker with the fewest requests out; needs !full().
   void submit(int64_t tag, const nlohmann::json& request);
 
   struct Reply {
@@ -34,7 +39,8 @@ class WorkerPool {
 
  private:
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<int64_t> tags_;  // the tag of each worker's request out
+  int depth_;
+  std::vector<std::deque<int64_t>> tags_;  // the tags of each worker's requests out, oldest first
   std::chrono::steady_clock::time_point last_limit_check_{};
 };
 

@@ -1,6 +1,7 @@
 // Several workers side by side: requests run at the same time in distinct
 // processes, replies carry their tags, and one worker's death or hang is
-// reported for its own request while the others' replies still come back.
+// reported for its own request while the others' replies still come back;
+// a worker holding several requests answers them in order.
 #include "harness/isolate/worker_pool.h"
 
 #include <signal.h>
@@ -82,6 +83,53 @@ TEST(WorkerPool, AHangIsFoundWhileAnotherWorkerKeepsReplying) {
     pool.submit(++tag, {{"do", "sleep"}, {"ms", 1}});
   }
   EXPECT_GT(tag, 10);  // the other worker went on replying meanwhile
+}
+
+TEST(WorkerPool, AWorkerAnswersItsQueuedRequestsInOrderWithoutARoundTrip) {
+  WorkerPool pool(1, act, {}, 2);
+  EXPECT_EQ(pool.capacity(), 2);
+  pool.submit(0, {{"do", "sleep"}, {"ms", 100}});
+  pool.submit(1, {{"do", "sleep"}, {"ms", 100}});
+  EXPECT_TRUE(pool.full());
+  WorkerPool::Reply first = pool.wait();
+  // The second request was already in the worker: it runs while the
+  // parent is away (here, 250 ms) and is answered at once after.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  auto t0 = std::chrono::steady_clock::now();
+  WorkerPool::Reply second = pool.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+  EXPECT_EQ(first.tag, 0);
+  EXPECT_EQ(second.tag, 1);
+  EXPECT_EQ(std::get<nlohmann::json>(first.reply), std::get<nlohmann::json>(second.reply));  // one process
+}
+
+TEST(WorkerPool, ADeathBelongsToTheOldestRequestAndTheQueuedOnesGoToANewWorker) {
+  WorkerPool pool(1, act, {0.3, 0}, 3);
+  pool.submit(20, {{"do", "segfault"}});
+  pool.submit(21, {{"do", "sleep"}});
+  pool.submit(22, {{"do", "hang"}});
+  WorkerPool::Reply crash = pool.wait();
+  EXPECT_EQ(crash.tag, 20);
+  ASSERT_TRUE(std::holds_alternative<WorkerDeath>(crash.reply));
+  EXPECT_EQ(std::get<WorkerDeath>(crash.reply).verdict, Verdict::crash);
+  WorkerPool::Reply next = pool.wait();
+  EXPECT_EQ(next.tag, 21);
+  ASSERT_TRUE(std::holds_alternative<nlohmann::json>(next.reply));
+  WorkerPool::Reply hang = pool.wait();
+  EXPECT_EQ(hang.tag, 22);
+  ASSERT_TRUE(std::holds_alternative<WorkerDeath>(hang.reply));
+  EXPECT_EQ(std::get<WorkerDeath>(hang.reply).verdict, Verdict::timeout);
+  EXPECT_EQ(pool.busy(), 0);
+}
+
+TEST(WorkerPool, AQueuedRequestsClockStartsWhenTheOneBeforeItIsAnswered) {
+  // Two 200 ms requests under a 300 ms limit: together they take 400 ms,
+  // each within its own limit.
+  WorkerPool pool(1, act, {0.3, 0}, 2);
+  pool.submit(0, {{"do", "sleep"}, {"ms", 200}});
+  pool.submit(1, {{"do", "sleep"}, {"ms", 200}});
+  EXPECT_TRUE(std::holds_alternative<nlohmann::json>(pool.wait().reply));
+  EXPECT_TRUE(std::holds_alternative<nlohmann::json>(pool.wait().reply));
 }
 
 }  // namespace
