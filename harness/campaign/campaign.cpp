@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -61,7 +62,13 @@ class TargetCampaign {
     if (o.isolate)
       isolated_ = std::make_unique<IsolatedCases>(
           [this](const std::string&, const Options&) -> const Target& { return target_; }, r, o.limits,
-          std::max(o.jobs, 1));
+          std::max(o.jobs, 1), [this](uint64_t seed, int size, const CheckOptions& options) {
+            // In the worker: this campaign as it was forked.
+            Generated g = draw(seed, size);
+            CaseResult result = check_here(g.c, options);
+            result.timing.generate += g.gen_seconds;
+            return std::make_pair(std::move(g.c), std::move(result));
+          });
   }
 
   TargetRun run() {
@@ -135,6 +142,18 @@ class TargetCampaign {
   CaseResult check(const Case& c) { return check(c, opt_.check); }
 
   CaseResult check(const Case& c, const CheckOptions& options) {
+    if (auto invalid = invalid_case(c)) return *invalid;
+    return evaluate(c, options);
+  }
+
+  // check, in this process whatever the campaign's isolation (a worker
+  // checking the case it drew).
+  CaseResult check_here(const Case& c, const CheckOptions& options) const {
+    if (auto invalid = invalid_case(c)) return *invalid;
+    return run_case(target_, ref_, c, options);
+  }
+
+  static std::optional<CaseResult> invalid_case(const Case& c) {
     try {
       validate_case(c);
     } catch (const InputError& e) {
@@ -147,7 +166,7 @@ class TargetCampaign {
       r.findings.push_back(f);
       return r;
     }
-    return evaluate(c, options);
+    return std::nullopt;
   }
 
   // run_case, in the worker when isolated; a case that ended the worker
@@ -164,21 +183,26 @@ class TargetCampaign {
     for (auto& f : r.findings) f.failure_class = target_.failure_class(c);
   }
 
-  // A generated case: its shrink tree, and its result once checked.
+  // A generated case: its shrink tree (none for a case a worker drew, until
+  // it is to be shrunk), and its result once checked.
   struct Generated {
-    rc::Shrinkable<Case> shrinkable;
+    std::optional<rc::Shrinkable<Case>> shrinkable;
     Case c;
     double gen_seconds = 0;
     CaseResult result;
     bool died = false;  // the case ended its worker
   };
 
-  Generated generate(int64_t i) const {
+  int size_of(int64_t i) const { return static_cast<int>(i % (opt_.max_size + 1)); }
+
+  Generated generate(int64_t i) const { return draw(case_seed(opt_.seed, run_.target, i), size_of(i)); }
+
+  Generated draw(uint64_t seed, int size) const {
     auto t0 = Clock::now();
-    rc::Random random(case_seed(opt_.seed, run_.target, i));
-    int size = static_cast<int>(i % (opt_.max_size + 1));
-    Generated g{gen_(random, size), Case{}, 0.0, CaseResult{}, false};
-    g.c = g.shrinkable.value();
+    rc::Random random(seed);
+    Generated g;
+    g.shrinkable = gen_(random, size);
+    g.c = g.shrinkable->value();
     g.gen_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return g;
   }
@@ -197,15 +221,19 @@ class TargetCampaign {
     submit_ahead();
     // A worker that finishes while case i still runs gets the next case at
     // once: waiting for i first would idle it for the rest of i's time.
-    while (ahead_.at(i).second == nullptr) {
+    while (ahead_.at(i) == nullptr) {
       IsolatedCases::Ran ran = isolated_->next();
-      ahead_.at(ran.tag).second = std::make_unique<IsolatedCases::Ran>(std::move(ran));
+      ahead_.at(ran.tag) = std::make_unique<IsolatedCases::Ran>(std::move(ran));
       submit_ahead();
     }
     auto node = ahead_.extract(i);
-    Generated g = std::move(node.mapped().first);
-    g.result = std::move(node.mapped().second->result);
-    g.died = node.mapped().second->died;
+    IsolatedCases::Ran& ran = *node.mapped();
+    // A case that ended its worker came back without itself: drawn here again.
+    Generated g;
+    if (ran.drawn) g.c = std::move(*ran.drawn);
+    else g = generate(i);
+    g.result = std::move(ran.result);
+    g.died = ran.died;
     if (g.died) died(g.c, g.result);
     submit_ahead();
     return g;
@@ -213,22 +241,15 @@ class TargetCampaign {
 
   // Keeps every worker of the pool busy with the shard's next iterations,
   // at most kAheadPerWorker cases per worker past the one awaited (a slow
-  // case holds back only that many results, not unbounded memory).
+  // case holds back only that many results, not unbounded memory). A
+  // worker draws the iteration's case itself, from the seed and size sent.
   void submit_ahead() {
     constexpr int64_t kAheadPerWorker = 32;
     const auto room = static_cast<size_t>(kAheadPerWorker * isolated_->jobs());
     while (isolated_->in_flight() < isolated_->capacity() && next_submit_ < opt_.cases && ahead_.size() < room) {
-      Generated g = generate(next_submit_);
-      try {
-        validate_case(g.c);
-        isolated_->submit(next_submit_, run_.target, run_.options, g.c, opt_.check);
-        ahead_.emplace(next_submit_, std::make_pair(std::move(g), nullptr));
-      } catch (const InputError&) {  // checked in this process: check() gives its verdict
-        g.result = check(g.c);
-        auto ran = std::make_unique<IsolatedCases::Ran>();
-        ran->result = g.result;
-        ahead_.emplace(next_submit_, std::make_pair(std::move(g), std::move(ran)));
-      }
+      isolated_->submit_draw(next_submit_, case_seed(opt_.seed, run_.target, next_submit_), size_of(next_submit_),
+                             opt_.check);
+      ahead_.emplace(next_submit_, nullptr);
       next_submit_ += opt_.shards;
     }
   }
@@ -238,7 +259,6 @@ class TargetCampaign {
   }
 
   void one_case(int64_t i, Generated g) {
-    const rc::Shrinkable<Case>& s = g.shrinkable;
     const Case& c = g.c;
     CaseResult& r = g.result;
     if (g.died) save_crash(c, r, i);
@@ -267,7 +287,9 @@ class TargetCampaign {
       ++run_.duplicates;
       return;
     }
-    record(i, s, f.failure_key());
+    // A case a worker drew is drawn again here for its shrink tree.
+    if (!g.shrinkable) g.shrinkable = generate(i).shrinkable;
+    record(i, *g.shrinkable, f.failure_key());
   }
 
   void record(int64_t i, const rc::Shrinkable<Case>& s, const std::string& key) {
@@ -343,8 +365,8 @@ class TargetCampaign {
   TargetRun run_;
   std::unique_ptr<IsolatedCases> isolated_;  // null: cases run in this process
   int64_t next_submit_ = 0;  // isolated: the next iteration to give the pool
-  /// Isolated: iterations given to the pool, with their result once back.
-  std::map<int64_t, std::pair<Generated, std::unique_ptr<IsolatedCases::Ran>>> ahead_;
+  /// Isolated: iterations given to the pool, with their case and result once back.
+  std::map<int64_t, std::unique_ptr<IsolatedCases::Ran>> ahead_;
   std::set<std::string> seen_;      // signatures of recorded (shrunk) findings
   std::set<std::string> seen_raw_;  // signatures of failures before shrinking
 };

@@ -6,8 +6,15 @@
 namespace sdpa {
 namespace {
 
-Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const ReferenceModel& reference) {
-  return [target_for = std::move(target_for), &reference](const nlohmann::json& request) {
+Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const ReferenceModel& reference,
+                             IsolatedCases::DrawAndCheck draw) {
+  return [target_for = std::move(target_for), &reference, draw = std::move(draw)](const nlohmann::json& request) {
+    if (auto d = request.find("draw"); d != request.end()) {
+      if (!draw) throw std::logic_error("isolated cases: a draw request without a DrawAndCheck");
+      auto [c, r] = draw(d->at("seed").get<uint64_t>(), d->at("size").get<int>(),
+                         check_options_from_json(request.at("check")));
+      return nlohmann::json{{"drawn", {{"case", case_to_json(c)}, {"result", result_to_json(r)}}}};
+    }
     const Target& target =
         target_for(request.at("target").get<std::string>(), request.at("options").get<Options>());
     Case c = case_from_json(request.at("case"));
@@ -26,9 +33,9 @@ nlohmann::json case_request(const std::string& target, const Options& target_opt
 }  // namespace
 
 IsolatedCases::IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits,
-                             int jobs)
-    : worker_(case_handler(target_for, reference), limits),
-      pool_(jobs, case_handler(target_for, reference), limits, kCasesPerWorker) {}
+                             int jobs, DrawAndCheck draw)
+    : worker_(case_handler(target_for, reference, nullptr), limits),
+      pool_(jobs, case_handler(target_for, reference, std::move(draw)), limits, kCasesPerWorker) {}
 
 CaseResult IsolatedCases::result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died) {
   died = false;
@@ -56,10 +63,20 @@ void IsolatedCases::submit(int64_t tag, const std::string& target, const Options
   pool_.submit(tag, case_request(target, target_options, c, options));
 }
 
+void IsolatedCases::submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options) {
+  pool_.submit(tag, {{"draw", {{"seed", seed}, {"size", size}}}, {"check", check_options_to_json(options)}});
+}
+
 IsolatedCases::Ran IsolatedCases::next() {
   WorkerPool::Reply reply = pool_.wait();
   Ran ran;
   ran.tag = reply.tag;
+  if (auto* j = std::get_if<nlohmann::json>(&reply.reply); j && j->contains("drawn")) {
+    const nlohmann::json& drawn = j->at("drawn");
+    ran.drawn = case_from_json(drawn.at("case"));
+    ran.result = result_from_json(drawn.at("result"));
+    return ran;
+  }
   ran.result = result_of(std::move(reply.reply), ran.died);
   return ran;
 }

@@ -2,10 +2,15 @@
 /// run_case in a worker process (worker.h): a case that kills, hangs or
 /// overruns the worker gets a crash, timeout or oom result, and the next
 /// case runs in a new worker. Cases can run one at a time (run) or, with
-/// jobs > 1, several side by side (submit and next) in a WorkerPool.
+/// jobs > 1, several side by side (submit and next) in a WorkerPool. A
+/// campaign can also have its cases drawn in the workers (submit_draw): the
+/// command then sends a seed and a size, not a case, and reads the case
+/// back with its result, so drawing is not the command's serial work.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "harness/check/check.h"
 #include "harness/isolate/worker.h"
@@ -17,7 +22,11 @@ class IsolatedCases {
  public:
   /// Resolves, in the worker, the target a case runs on.
   using TargetLookup = std::function<const Target&(const std::string& name, const Options& options)>;
-  IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits, int jobs = 1);
+  /// Draws the case of a seed and a size and checks it, in the worker
+  /// (the campaign's generator and target, there by the fork).
+  using DrawAndCheck = std::function<std::pair<Case, CaseResult>(uint64_t seed, int size, const CheckOptions& options)>;
+  IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits, int jobs = 1,
+                DrawAndCheck draw = nullptr);
 
   /// run_case(target, reference, c, options) as the worker computes it; an
   /// InputError it raises is rethrown here.
@@ -32,10 +41,13 @@ class IsolatedCases {
   /// as soon as it has answered one.
   void submit(int64_t tag, const std::string& target, const Options& target_options, const Case& c,
               const CheckOptions& options);
+  /// submit, for the case `draw` gives at (seed, size); needs a DrawAndCheck.
+  void submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options);
   struct Ran {
     int64_t tag = 0;
     CaseResult result;
     bool died = false;  // the case ended its worker
+    std::optional<Case> drawn;  // submit_draw's case, as the worker drew it (none when it died)
   };
   Ran next();
   int jobs() const { return pool_.jobs(); }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "generators/case_gen.h"
+#include "harness/case/case_json.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/campaign_state.h"
 #include "harness/campaign/explain.h"
@@ -268,6 +269,30 @@ TEST(CampaignJobs, ThreeWorkersRecordWhatOneRecords) {
     fs::remove_all(one);
     fs::remove_all(three);
   }
+}
+
+// Workers draw each iteration's case themselves: the cases a campaign
+// counts, and their results, are those this process draws and checks.
+TEST(CampaignJobs, WorkersDrawTheCasesThisProcessDraws) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  auto cases_seen = [&](bool isolate, int jobs) {
+    CampaignOptions o;
+    o.seed = 5;
+    o.cases = 60;
+    o.max_shrink_steps = 0;
+    o.isolate = isolate;
+    o.jobs = jobs;
+    std::vector<std::string> seen;
+    o.on_case = [&](const Case& c, const CaseResult& r) {
+      seen.push_back(case_to_json(c).dump() + " " + verdict_name(r.verdict));
+    };
+    run_target_campaign(*target, *fixture().reference, generators(), o);
+    return seen;
+  };
+  const std::vector<std::string> here = cases_seen(false, 1);
+  ASSERT_EQ(here.size(), 60u);
+  EXPECT_EQ(cases_seen(true, 2), here);
+  EXPECT_EQ(cases_seen(true, 1), here);
 }
 
 }  // namespace
