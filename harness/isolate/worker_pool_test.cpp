@@ -123,11 +123,11 @@ TEST(WorkerPool, ADeathBelongsToTheOldestRequestAndTheQueuedOnesGoToANewWorker) 
 }
 
 TEST(WorkerPool, AQueuedRequestsClockStartsWhenTheOneBeforeItIsAnswered) {
-  // Two 200 ms requests under a 300 ms limit: together they take 400 ms,
+  // Two 250 ms requests under a 400 ms limit: together they take 500 ms,
   // each within its own limit.
-  WorkerPool pool(1, act, {0.3, 0}, 2);
-  pool.submit(0, {{"do", "sleep"}, {"ms", 200}});
-  pool.submit(1, {{"do", "sleep"}, {"ms", 200}});
+  WorkerPool pool(1, act, {0.4, 0}, 2);
+  pool.submit(0, {{"do", "sleep"}, {"ms", 250}});
+  pool.submit(1, {{"do", "sleep"}, {"ms", 250}});
   EXPECT_TRUE(std::holds_alternative<nlohmann::json>(pool.wait().reply));
   EXPECT_TRUE(std::holds_alternative<nlohmann::json>(pool.wait().reply));
 }
