@@ -63,6 +63,7 @@ void check_shape(const Tensor& t, const SymShape& want, const Assignment& run, c
 }  // namespace
 
 Golden torch_golden(const Case& c, const CaseTensors& t, const Assignment& run) {
+  c10::InferenceMode inference;  // no autograd dispatch for the oracle's ops
   const ConcreteSizes s = concrete_sizes(c, run);
   check_shape(t.q, query_shape(c), run, "q");
   check_shape(t.k, key_shape(c), run, "k");

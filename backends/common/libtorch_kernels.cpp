@@ -58,6 +58,8 @@ using AtenFn = std::function<at::Tensor(const KernelArgs&)>;
 // dtype, a shape ATen rejects) becomes an `unsupported` result.
 KernelFn wrap(AtenFn fn) {
   return [fn](const KernelArgs& a) {
+    // No autograd: its dispatch keys are skipped for every op of the call.
+    c10::InferenceMode inference;
     try {
       return std::vector<Tensor>{from_aten(fn(a), a.out_dtype())};
     } catch (const c10::Error& e) {
@@ -197,6 +199,7 @@ KernelSet build() {
   k.add("aten.scaled_dot_product_attention.default", wrap(sdpa));
   // native_dropout returns (output, mask): two outputs, wrapped by hand.
   k.add("aten.native_dropout.default", [](const KernelArgs& a) {
+    c10::InferenceMode inference;
     try {
       at::Tensor x = T(a, 0);
       double p = a.real(1);
