@@ -58,11 +58,6 @@ CaseResult IsolatedCases::run(const std::string& target, const Options& target_o
   return result_of(worker_.call(case_request(target, target_options, c, options)), last_died_);
 }
 
-void IsolatedCases::submit(int64_t tag, const std::string& target, const Options& target_options, const Case& c,
-                           const CheckOptions& options) {
-  pool_.submit(tag, case_request(target, target_options, c, options));
-}
-
 void IsolatedCases::submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options) {
   pool_.submit(tag, {{"draw", {{"seed", seed}, {"size", size}}}, {"check", check_options_to_json(options)}});
 }

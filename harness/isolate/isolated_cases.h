@@ -1,11 +1,11 @@
 #pragma once
 /// run_case in a worker process (worker.h): a case that kills, hangs or
 /// overruns the worker gets a crash, timeout or oom result, and the next
-/// case runs in a new worker. Cases can run one at a time (run) or, with
-/// jobs > 1, several side by side (submit and next) in a WorkerPool. A
-/// campaign can also have its cases drawn in the workers (submit_draw): the
-/// command then sends a seed and a size, not a case, and reads the case
-/// back with its result, so drawing is not the command's serial work.
+/// case runs in a new worker. Cases run one at a time (run), or a
+/// campaign's run side by side in a WorkerPool (submit_draw and next): the
+/// command then sends a seed and a size, not a case, the worker draws the
+/// case, and the command reads it back with its result, so drawing is not
+/// the command's serial work.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,13 +35,11 @@ class IsolatedCases {
   /// Whether the last run ended its worker (its result is crash, timeout or oom).
   bool last_died() const { return last_died_; }
 
-  /// run, in two steps: submit sends a case to a worker of the pool (needs
+  /// A campaign's cases, side by side in the pool: submit_draw sends the
+  /// seed and size of the case `draw` gives (needs a DrawAndCheck, and
   /// in_flight() < capacity()); next waits for any submitted case. Each
   /// worker holds kCasesPerWorker cases at once, so it starts the next case
   /// as soon as it has answered one.
-  void submit(int64_t tag, const std::string& target, const Options& target_options, const Case& c,
-              const CheckOptions& options);
-  /// submit, for the case `draw` gives at (seed, size); needs a DrawAndCheck.
   void submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options);
   struct Ran {
     int64_t tag = 0;
@@ -59,7 +57,7 @@ class IsolatedCases {
   CaseResult result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died);
 
   Worker worker_;    // run
-  WorkerPool pool_;  // submit and next
+  WorkerPool pool_;  // submit_draw and next
   bool last_died_ = false;
 };
 
