@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "harness/ir/long_exp.h"
+#include "harness/ir/compensated_sum.h"
 
 namespace sdpa {
 namespace {
@@ -18,15 +18,6 @@ std::pair<int64_t, int64_t> heads_and_len(const Tensor& t, Layout layout) {
   int64_t r = t.dim();
   if (layout == Layout::bhsd) return {t.shape[r - 3], t.shape[r - 2]};
   return {t.shape[r - 2], t.shape[r - 3]};
-}
-
-// x + -inf, as x87 computes it: NaN for a NaN or +inf score (the NaN
-// itself, or the default NaN), -inf otherwise. The common case is answered
-// without the x87 add, which takes an infinite operand slowly.
-long double plus_neg_inf(long double x) {
-  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
-  if (std::isnan(x) || x == -kNegInf) return x + kNegInf;
-  return kNegInf;
 }
 
 }  // namespace
@@ -75,9 +66,9 @@ int64_t AttentionCall::kv_head(int64_t h) const {
   return h / (s_.Hq / s_.Hkv);
 }
 
-MatrixL AttentionCall::block(const Tensor& t, int64_t heads, int64_t b, int64_t h, int64_t len,
+MatrixD AttentionCall::block(const Tensor& t, int64_t heads, int64_t b, int64_t h, int64_t len,
                              int64_t dim) const {
-  MatrixL m(len, dim);
+  MatrixD m(len, dim);
   for (int64_t l = 0; l < len; ++l) {
     const int64_t row = row_index(heads, b, h, len, l);
     for (int64_t d = 0; d < dim; ++d) m(l, d) = t.data[row * dim + d];
@@ -95,13 +86,13 @@ const double* AttentionCall::value_row(int64_t b, int64_t h, int64_t l) const {
   return t_.v.data.data() + row_index(s_.Hkv, b, kv_head(h), s_.Lkv, l) * s_.Ev;
 }
 
-MatrixL AttentionCall::query(int64_t b, int64_t h) const {
+MatrixD AttentionCall::query(int64_t b, int64_t h) const {
   return block(t_.q, s_.Hq, b, h, s_.Lq, s_.E);
 }
-MatrixL AttentionCall::key(int64_t b, int64_t h) const {
+MatrixD AttentionCall::key(int64_t b, int64_t h) const {
   return block(t_.k, s_.Hkv, b, kv_head(h), s_.Lkv, s_.E);
 }
-MatrixL AttentionCall::value(int64_t b, int64_t h) const {
+MatrixD AttentionCall::value(int64_t b, int64_t h) const {
   return block(t_.v, s_.Hkv, b, kv_head(h), s_.Lkv, s_.Ev);
 }
 
@@ -114,54 +105,79 @@ int64_t AttentionCall::mask_base(int64_t b, int64_t h) const {
   return offset;
 }
 
-MatrixL AttentionCall::scores(int64_t b, int64_t h) const {
-  MatrixL s;
+MatrixD AttentionCall::scores(int64_t b, int64_t h) const {
+  MatrixD s;
   scores_into(b, h, s);
   return s;
 }
 
-void AttentionCall::scores_into(int64_t b, int64_t h, MatrixL& s) const {
-  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+void AttentionCall::scores_into(int64_t b, int64_t h, MatrixD& s, MatrixD* low) const {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   s.resize(s_.Lq, s_.Lkv);
+  if (low) low->resize(s_.Lq, s_.Lkv);
+  thread_local std::vector<double> dot_low;
+  dot_low.resize(static_cast<size_t>(s_.Lkv));
   const int64_t E = s_.E;
-  const long double scale = static_cast<long double>(c_.effective_scale());
+  const double scale = c_.effective_scale();
   const Tensor* mask = t_.mask ? &*t_.mask : nullptr;
   const int64_t base = mask ? mask_base(b, h) : 0;
   const int64_t si = mask ? mask_strides_.end()[-2] : 0, sj = mask ? mask_strides_.back() : 0;
   const bool is_bool = mask && mask->dtype == DType::b8;
-  // Each score is finished in a register and stored once: an x87 value
-  // stored and read back per step stalls on the 80-bit store.
+  // The block's keys transposed, [E, Lkv]: one query element's products
+  // with every key are then a contiguous row, added side by side.
+  thread_local std::vector<double> keys_t;
+  keys_t.resize(static_cast<size_t>(E * s_.Lkv));
+  for (int64_t j = 0; j < s_.Lkv; ++j) {
+    const double* k = key_row(b, h, j);
+    for (int64_t e = 0; e < E; ++e) keys_t[e * s_.Lkv + j] = k[e];
+  }
+  thread_local CompensatedRow dots;
   for (int64_t i = 0; i < s_.Lq; ++i) {
     const double* q = query_row(b, h, i);
+    double* row = s.data() + i * s_.Lkv;
+    // Each dot product from its first term, as Eigen's coefficient-based
+    // product sums, in index order.
+    if (E == 0) {
+      std::fill(row, row + s_.Lkv, 0.0);
+      std::fill(dot_low.begin(), dot_low.end(), 0.0);
+    } else {
+      dots.start(s_.Lkv, q[0], keys_t.data());
+      for (int64_t e = 1; e < E; ++e) dots.add_scaled(q[e], keys_t.data() + e * s_.Lkv);
+      dots.values(row, dot_low.data());
+    }
+    double* low_row = low ? low->data() + i * s_.Lkv : nullptr;
     for (int64_t j = 0; j < s_.Lkv; ++j) {
-      // As Eigen's coefficient-based product sums: from the first term, in order.
-      const double* k = key_row(b, h, j);
-      long double dot = E > 0 ? static_cast<long double>(q[0]) * static_cast<long double>(k[0]) : 0.0L;
-      for (int64_t e = 1; e < E; ++e) dot += static_cast<long double>(q[e]) * static_cast<long double>(k[e]);
-      long double x = dot * scale;  // once, after the dot product
+      // Once, after the dot product; lo gathers what the roundings lose.
+      double lo = 0.0;
+      double x = two_product(row[j], scale, lo);
+      lo += dot_low[j] * scale;
       // aten turns bool and causal masks into an additive 0 / -inf and adds
       // it (convert_boolean_attn_mask), the causal one first: a NaN or +inf
       // score stays NaN where dropped. Top-left keeps j <= i, bottom-right
       // j <= i + Lkv - Lq, start-pos j <= i + start_pos.
-      if (c_.is_causal && !c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) x = plus_neg_inf(x);
+      if (c_.is_causal && !c_.causal_keeps(i, j, s_.Lq, s_.Lkv, s_.start_pos)) x += kNegInf;
       if (mask) {
         const double m = mask->data[base + i * si + j * sj];
         if (is_bool) {
-          if (m == 0.0) x = plus_neg_inf(x);  // bool: true keeps
-        } else if (m == kNegInf) {
-          x = plus_neg_inf(x);
+          if (m == 0.0) x += kNegInf;  // bool: true keeps
         } else {
-          x += m;
+          // aten adds the mask in its dtype: the score is rounded to double
+          // here, once, from its double-double (lowest-f32 fills leave a
+          // uniform row, as in aten).
+          double e = 0.0;
+          two_sum_into(x, e, m);
+          if (std::isfinite(x)) x += e + lo;  // -inf, or NaN: e is NaN
+          lo = 0.0;
         }
       }
-      s(i, j) = x;
+      row[j] = x;
+      if (low_row) low_row[j] = std::isfinite(x) ? lo : 0.0;
     }
   }
 }
 
-bool softmax_row(const long double* scores, int64_t n, long double* p, long double& max) {
-  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
-  constexpr long double kTiny = std::numeric_limits<double>::denorm_min() / 2.0L;
+bool softmax_row(const double* scores, const double* low, int64_t n, double* p, double& max) {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   max = kNegInf;
   bool all_masked = true;
   for (int64_t j = 0; j < n; ++j) {
@@ -171,15 +187,18 @@ bool softmax_row(const long double* scores, int64_t n, long double* p, long doub
     all_masked = all_masked && scores[j] == kNegInf;
   }
   if (all_masked) return false;
-  long double total = 0;
+  CompensatedSum total;
   for (int64_t j = 0; j < n; ++j) {
-    // A dropped key's weight: -inf - max is -inf (max is not -inf here, or
-    // every kept score is NaN), e^-inf 0; without the x87 subtraction, which
-    // takes an infinite operand slowly.
-    const long double w = scores[j] == kNegInf && max != kNegInf ? 0.0L : exp_long(scores[j] - max);
-    total += p[j] = w < kTiny ? 0.0L : w;
+    // Below -746 e^x rounds to 0 in double: answered without libm's
+    // underflow path, which sets errno for each such weight. NaN - max is
+    // NaN, and reaches exp. scores[j] - max is exact for the keys that weigh
+    // (Sterbenz), and the low parts are added after it.
+    const double x = low ? (scores[j] - max) + low[j] : scores[j] - max;
+    p[j] = x < -746.0 ? 0.0 : std::exp(x);
+    total.add(p[j]);
   }
-  for (int64_t j = 0; j < n; ++j) p[j] /= total;
+  const double sum = total.value();
+  for (int64_t j = 0; j < n; ++j) p[j] /= sum;
   return true;
 }
 

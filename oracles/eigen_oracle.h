@@ -1,6 +1,7 @@
 #pragma once
 /// The Eigen oracle: what the original aten SDPA call means, computed in
-/// long double with naive, max-subtracted softmax (NUMERICS.md, "Oracles").
+/// double with compensated sums (more accurate than the long double
+/// NUMERICS.md names; README, Numerics) and naive, max-subtracted softmax.
 #include "harness/check/reference.h"
 
 namespace sdpa {

@@ -50,5 +50,31 @@ TEST(EigenOracle, RecordsEachRowsLargestKeptScore) {
   }
 }
 
+// Two keys whose logits are about 1e5 and differ by about 0.1: rounded to
+// double, each logit loses up to 7e-12 and their difference (all that
+// softmax reads) with it, so the weights move by up to about 1e-11. The
+// oracle keeps each logit as a double-double. q, k and v are f32 values;
+// the expected output is computed in long double from the exact difference.
+TEST(EigenOracle, LargeLogitsKeepTheirDifferences) {
+  Case c = make_case(1, 1, 1, 2, 1, 1);
+  c.scale = 1.0 / 3.0;
+  long double worst = 0;
+  for (int n = 0; n < 40; ++n) {
+    CaseTensors t = make_case_tensors(c, {});
+    const double a = 3e5 + 4096.0 * n;  // f32 values: 19 significant bits at most
+    const double step = std::ldexp(1.0, -20);
+    t.q.data = {a};
+    t.k.data = {1.0, 1.0 + step};
+    t.v.data = {0.0, 1.0};
+    const Golden g = eigen_golden(c, t, {});
+    // out = w2 / (w1 + w2) = 1 / (1 + e^-(s2 - s1)), s2 - s1 = a 2^-20 scale.
+    const long double diff = static_cast<long double>(a) * static_cast<long double>(step) *
+                             static_cast<long double>(c.effective_scale());
+    const long double want = 1.0L / (1.0L + std::exp(-diff));
+    worst = std::max(worst, std::fabs(static_cast<long double>(g.out.data[0]) - want) / want);
+  }
+  EXPECT_LT(worst, 1e-15L);
+}
+
 }  // namespace
 }  // namespace sdpa::test

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "harness/ir/fmax_inline.h"
 #include "oracles/attention_call.h"
 #include "oracles/row_facts.h"
 
@@ -37,28 +38,28 @@ struct RowBound {
 };
 
 // Quantized terms of one row: the logit error and the largest output term.
-void quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& k, const MatrixL& v,
-                     const std::vector<long double>& p, int64_t i, double rel, RowInputs& r) {
+void quantized_terms(const Model& m, const MatrixD& scores, const MatrixD& k, const MatrixD& v,
+                     const std::vector<double>& p, int64_t i, double rel, RowInputs& r) {
   const QuantizedNumerics& qn = m.quant;
   for (int64_t j = 0; j < scores.cols(); ++j) {
-    if (scores(i, j) == -std::numeric_limits<long double>::infinity()) continue;
-    const double k_l1 = static_cast<double>(k.row(j).cwiseAbs().sum());
+    if (scores(i, j) == -std::numeric_limits<double>::infinity()) continue;
+    const double k_l1 = k.row(j).cwiseAbs().sum();
     const double e = m.scale * (m.s_q / 2 * k_l1 + m.s_k / 2 * r.q_l1 + m.d * m.s_q * m.s_k / 4) +
-                     qn.multiplier_rel * std::fabs(static_cast<double>(scores(i, j))) + qn.score_step;
+                     qn.multiplier_rel * std::fabs(scores(i, j)) + qn.score_step;
     r.qlogit = std::fmax(r.qlogit, e);
   }
   if (rel < 0) return;  // first pass: only the logit error
   for (int64_t e = 0; e < v.cols(); ++e) {
-    long double weighted = 0, plain = 0;
+    double weighted = 0, plain = 0;
     for (int64_t j = 0; j < scores.cols(); ++j) {
-      if (scores(i, j) == -std::numeric_limits<long double>::infinity()) continue;
-      const long double a = std::fabs(v(j, e)) + m.s_v / 2;
+      if (scores(i, j) == -std::numeric_limits<double>::infinity()) continue;
+      const double a = std::fabs(v(j, e)) + m.s_v / 2;
       weighted += p[j] * a;
       plain += a;
     }
     // Dropout scales the kept weights by f before P is quantized (prob_step is the scaled P's).
     r.quant_weighted = std::fmax(r.quant_weighted,
-                                 static_cast<double>(m.f * rel * weighted + qn.prob_step / 2 * plain));
+                                 m.f * rel * weighted + qn.prob_step / 2 * plain);
   }
 }
 
@@ -76,13 +77,13 @@ RowInputs row_inputs(const RowFacts& f, const double* g_row, int64_t Ev) {
   r.finite = f.finite;
   for (int64_t e = 0; e < Ev; ++e) {
     r.finite = r.finite && std::isfinite(g_row[e]);
-    r.g_max = std::fmax(r.g_max, std::fabs(g_row[e]));
+    r.g_max = fmax_inline(r.g_max, std::fabs(g_row[e]));
   }
   return r;
 }
 
-void add_quantized_terms(const Model& m, const MatrixL& scores, const MatrixL& q, const MatrixL& k,
-                         const MatrixL& v, const std::vector<long double>& p, int64_t i, RowInputs& r) {
+void add_quantized_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const MatrixD& k,
+                         const MatrixD& v, const std::vector<double>& p, int64_t i, RowInputs& r) {
   r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
   quantized_terms(m, scores, k, v, p, i, -1, r);
   const double rel = std::expm1(2 * r.qlogit) + (r.n + 2) * unit_roundoff(m.quant.softmax);
@@ -226,13 +227,13 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
   int64_t worst_row = -1;
   RowInputs worst_inputs;
   RowBound worst_bound;
-  MatrixL scores, q, k, v;
-  std::vector<long double> p(s.Lkv);
+  MatrixD scores, low, q, k, v;
+  std::vector<double> p(s.Lkv);
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       KeyNorms norms;
       if (blocks) {
-        call.scores_into(b, h, scores);
+        call.scores_into(b, h, scores, &low);
         norms = key_norms(call, b, h);
       }
       if (quantized) q = call.query(b, h), k = call.key(b, h), v = call.value(b, h);
@@ -240,8 +241,9 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
         RowFacts own;
         if (blocks) {
-          long double max = 0;
-          if (!softmax_row(scores.data() + i * s.Lkv, s.Lkv, p.data(), max)) std::fill(p.begin(), p.end(), 0.0L);
+          double max = 0;
+          if (!softmax_row(scores.data() + i * s.Lkv, low.data() + i * s.Lkv, s.Lkv, p.data(), max))
+            std::fill(p.begin(), p.end(), 0.0);
           own = row_facts(call, b, h, i, scores.data() + i * s.Lkv, p.data(), norms);
         }
         RowInputs r = row_inputs(blocks ? own : cached->rows[row], g.out.data.data() + row * s.Ev, s.Ev);

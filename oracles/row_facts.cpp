@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "harness/ir/compensated_sum.h"
+#include "harness/ir/fmax_inline.h"
+
 namespace sdpa {
 
 KeyNorms key_norms(const AttentionCall& call, int64_t b, int64_t h) {
@@ -12,9 +15,9 @@ KeyNorms key_norms(const AttentionCall& call, int64_t b, int64_t h) {
   n.v.resize(s.Lkv);
   for (int64_t j = 0; j < s.Lkv; ++j) {
     const double* k = call.key_row(b, h, j);
-    long double sq = 0;
-    for (int64_t e = 0; e < s.E; ++e) sq += static_cast<long double>(k[e]) * static_cast<long double>(k[e]);
-    n.k[j] = static_cast<double>(std::sqrt(sq));
+    CompensatedSum sq;
+    for (int64_t e = 0; e < s.E; ++e) sq.add(k[e] * k[e]);
+    n.k[j] = std::sqrt(sq.value());
     const double* v = call.value_row(b, h, j);
     double vmax = 0;  // a NaN makes it inf: the row's bound is then infinite
     for (int64_t e = 0; e < s.Ev; ++e) {
@@ -26,28 +29,28 @@ KeyNorms key_norms(const AttentionCall& call, int64_t b, int64_t h) {
   return n;
 }
 
-RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, const long double* scores,
-                   const long double* p, const KeyNorms& norms) {
-  constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, const double* scores,
+                   const double* p, const KeyNorms& norms) {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   const ConcreteSizes& s = call.sizes();
   RowFacts r;
   const double* q = call.query_row(b, h, i);
-  long double sq = 0;
-  for (int64_t e = 0; e < s.E; ++e) sq += static_cast<long double>(q[e]) * static_cast<long double>(q[e]);
-  r.qn = static_cast<double>(std::sqrt(sq));
-  long double row_max = kNegInf;
+  CompensatedSum sq;
+  for (int64_t e = 0; e < s.E; ++e) sq.add(q[e] * q[e]);
+  r.qn = std::sqrt(sq.value());
+  double row_max = kNegInf;
   for (int64_t j = 0; j < s.Lkv; ++j) {
-    const long double x = scores[j];
+    const double x = scores[j];
     if (x == kNegInf) continue;
     ++r.n;
     if (row_max < x) row_max = x;
     r.finite = r.finite && std::isfinite(x);
-    r.kn = std::fmax(r.kn, norms.k[j]);
-    r.vmax = std::fmax(r.vmax, norms.v[j]);
+    r.kn = fmax_inline(r.kn, norms.k[j]);
+    r.vmax = fmax_inline(r.vmax, norms.v[j]);
   }
   // Keys more than 40 below the max weigh < e^-40: their logit errors do not count.
   for (int64_t j = 0; j < s.Lkv && r.n > 0; ++j)
-    if (scores[j] >= row_max - 40) r.M = std::fmax(r.M, static_cast<double>(std::fabs(scores[j])));
+    if (scores[j] >= row_max - 40) r.M = fmax_inline(r.M, std::fabs(scores[j]));
   r.finite = r.finite && std::isfinite(r.qn) && std::isfinite(r.kn) && std::isfinite(r.vmax);
   if (!r.finite || r.n == 0) return r;
   // sum_j p_j |v_je|, keys outer for row-major v; the buffer is reused
@@ -56,11 +59,11 @@ RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, c
   w.assign(s.Ev, 0.0);
   for (int64_t j = 0; j < s.Lkv; ++j) {
     if (p[j] == 0) continue;
-    const double pj = static_cast<double>(p[j]);
+    const double pj = p[j];
     const double* v = call.value_row(b, h, j);
     for (int64_t e = 0; e < s.Ev; ++e) w[e] += pj * std::fabs(v[e]);
   }
-  for (double x : w) r.W = std::fmax(r.W, x);
+  for (double x : w) r.W = fmax_inline(r.W, x);
   return r;
 }
 

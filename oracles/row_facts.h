@@ -30,8 +30,8 @@ struct RowFacts {
 /// Row i of block (b, h): `scores` its Lkv scores (-inf where dropped), `p`
 /// its softmax weights before dropout (softmax_row; read only when the row
 /// is finite and keeps a key).
-RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, const long double* scores,
-                   const long double* p, const KeyNorms& norms);
+RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, const double* scores,
+                   const double* p, const KeyNorms& norms);
 
 /// Every query row's facts in [batch..., Hq, Lq] order, for the call the
 /// golden was computed from.

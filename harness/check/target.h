@@ -144,7 +144,7 @@ class Target {
   virtual std::map<std::string, Tensor> inputs(const Case& c, const CaseTensors& t) const;
   virtual std::vector<const Pass*> passes() const = 0;
   virtual std::vector<KernelSetInfo> kernel_sets() const = 0;
-  /// Exact (float64 / long double) kernels for every op the rewritten graph
+  /// Exact (float64, compensated sums) kernels for every op the rewritten graph
   /// may hold: the harness's reference set, plus exact models of the
   /// target's own ops.
   virtual const KernelSet& exact_kernels() const;

@@ -41,8 +41,9 @@ double round_binary(double x, const FloatFormat& f) {
   int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // |x| in [2^e, 2^(e+1))
   int lead = std::max(e, f.emin);
   double shifter = 1.5 * power_of_two(lead - (f.precision - 1) + 52);
-  volatile double sum = x + shifter;  // volatile: keep the two roundings apart
-  double r = sum - shifter;
+  // IEEE arithmetic (no -ffast-math) keeps the two roundings: (x + s) - s
+  // is not x, and the compiler may not fold it (dtype_test checks ties).
+  const double r = (x + shifter) - shifter;
   if (std::fabs(r) > f.max_finite) return std::copysign(INFINITY, x);
   return r;
 }

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <type_traits>
 
 #include "harness/ir/kernels/reference_common.h"
 #include "harness/case/tensor_data.h"
@@ -30,27 +29,25 @@ void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std:
 // The m x cols block x @ y of one batch index, as Num::sum and Num::mul compute each element.
 void matmul_block(Num n, DType acc_of, DType out, const double* x, const double* y, int64_t m, int64_t kk,
                   int64_t cols, double* r) {
+  if (n.exact()) {  // compensated sums, keys outer as matmul_row
+    CompensatedRow acc;
+    for (int64_t i = 0; i < m; ++i) {
+      acc.reset(cols);
+      for (int64_t t = 0; t < kk; ++t) acc.add_scaled(x[i * kk + t], y + t * cols);
+      acc.values(r + i * cols);
+    }
+    return;
+  }
   auto rows = [&](auto zero, auto mul) {
     using Acc = decltype(zero);
     std::vector<Acc> acc(cols);
     for (int64_t i = 0; i < m; ++i) {
-      if constexpr (std::is_same_v<Acc, long double>) {
-        // Column by column, the sum in a register: the same terms in the same
-        // order, without an 80-bit store and reload per term.
-        for (int64_t j = 0; j < cols; ++j) {
-          Acc a = 0;
-          for (int64_t t = 0; t < kk; ++t) a += static_cast<Acc>(mul(x[i * kk + t], y[t * cols + j]));
-          acc[j] = a;
-        }
-      } else {
-        matmul_row(x + i * kk, y, kk, cols, acc, mul);
-      }
+      matmul_row(x + i * kk, y, kk, cols, acc, mul);
       for (int64_t j = 0; j < cols; ++j) r[i * cols + j] = n.store(out, static_cast<double>(acc[j]));
     }
   };
   auto product = [](double a, double b) { return a * b; };
-  if (n.exact()) rows(0.0L, product);
-  else if (accumulation_type(acc_of) == DType::f64) rows(0.0, product);
+  if (accumulation_type(acc_of) == DType::f64) rows(0.0, product);
   else rows(0.0f, [](double a, double b) { return static_cast<float>(a) * static_cast<float>(b); });
 }
 
@@ -217,6 +214,21 @@ AttentionArgs cudnn_args(const KernelArgs& a) {
   return r;
 }
 
+// One output row, out[e] = sum_j p[j] v[j, e] over n keys: compensated
+// sums in exact numerics (the same bits as Num::sum), Num::sum and Num::mul
+// otherwise.
+void weighted_values(Num n, DType t, DType out_dtype, const double* p, const double* v, int64_t keys, int64_t Ev,
+                     CompensatedRow& acc, double* out) {
+  if (n.exact()) {
+    acc.reset(Ev);
+    for (int64_t j = 0; j < keys; ++j) acc.add_scaled(p[j], v + j * Ev);
+    acc.values(out);
+    return;
+  }
+  for (int64_t e = 0; e < Ev; ++e)
+    out[e] = n.store(out_dtype, n.sum(t, keys, [&](int64_t j) { return n.mul(t, p[j], v[j * Ev + e]); }));
+}
+
 std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, Tensor* logsumexp = nullptr) {
   const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
   const Tensor* mask = call.mask;
@@ -253,6 +265,10 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   out_shape.push_back(s.Ev);
   Tensor out(a.out_dtype(), out_shape);
   std::vector<double> qs(s.E), ks(n.exact() ? 0 : s.Lkv * s.E), score(s.Lkv), p(s.Lkv);
+  // Exact numerics: the block's keys transposed, [E, Lkv], and compensated
+  // sums of a row of outputs, each summed over its terms in index order.
+  std::vector<double> keys_t(n.exact() ? s.E * s.Lkv : 0);
+  CompensatedRow acc;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       int64_t hk = kv_head(a, s, h, gqa);
@@ -261,15 +277,23 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
       const double* vb = v.data.data() + (b * s.Hkv + hk) * s.Lkv * s.Ev;
       // k * sqrt(scale) in the op-math type, once per block rather than per query row.
       for (size_t f = 0; f < ks.size(); ++f) ks[f] = n.op(t, kb[f] * sf);
+      if (n.exact())
+        for (int64_t j = 0; j < s.Lkv; ++j)
+          for (int64_t e = 0; e < s.E; ++e) keys_t[e * s.Lkv + j] = kb[j * s.E + e];
       for (int64_t i = 0; i < s.Lq; ++i) {
         const double* qr = q.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.E;
         for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
+        if (n.exact()) {  // every key's q . k into score
+          acc.reset(s.Lkv);
+          for (int64_t e = 0; e < s.E; ++e) acc.add_scaled(qr[e], keys_t.data() + e * s.Lkv);
+          acc.values(score.data());
+        }
         bool all_masked = true;
         double mx = kNegInf;
         for (int64_t j = 0; j < s.Lkv; ++j) {
           double x;
           if (n.exact()) {
-            x = n.sum(t, s.E, [&](int64_t e) { return qr[e] * kb[j * s.E + e]; }) * scale;
+            x = score[j] * scale;
           } else {
             x = n.store(t, n.sum(t, s.E, [&](int64_t e) { return n.mul(t, qs[e], ks[j * s.E + e]); }));
           }
@@ -289,8 +313,8 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
         if (all_masked) {  // _safe_softmax: weights 0, still multiplied into V (0 * inf = NaN)
           if (logsumexp) logsumexp->data[row] = kNegInf;
-          for (int64_t e = 0; e < s.Ev; ++e)
-            orow[e] = n.store(a.out_dtype(), n.sum(t, s.Lkv, [&](int64_t j) { return 0.0 * vb[j * s.Ev + e]; }));
+          std::fill(p.begin(), p.end(), 0.0);
+          weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, orow);
           continue;
         }
         // Each weight's exp once: the sum and the normalized weight read it.
@@ -304,8 +328,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
             p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : p[j] * 0.0;
           }
         }
-        for (int64_t e = 0; e < s.Ev; ++e)
-          orow[e] = n.store(a.out_dtype(), n.sum(t, s.Lkv, [&](int64_t j) { return n.mul(t, p[j], vb[j * s.Ev + e]); }));
+        weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, orow);
       }
     }
   return one(std::move(out));

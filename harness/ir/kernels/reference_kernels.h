@@ -1,6 +1,6 @@
 #pragma once
 /// Naive kernels for the aten ops the modeled graphs hold, in three numerics:
-/// `exact` (no rounding, long double accumulation: the meaning of a graph);
+/// `exact` (no rounding, compensated sums in double: the meaning of a graph);
 /// `emulated` (round each op's result to its dtype, accumulate in the type
 /// a CPU kernel would: f32 for f16/bf16, as ATen's CPU kernels do; a fused
 /// scaled_dot_product_attention upcasts like PyTorch's math backend);

@@ -1,0 +1,109 @@
+#pragma once
+/// Compensated summation in double: each addition's rounding error is
+/// recovered exactly (Knuth's TwoSum, six operations, no branch) and the
+/// errors are summed beside the total, so a sum of n doubles comes out
+/// within about one rounding of double of the exact sum, plus n^2 u^2 of
+/// the sum of the terms' magnitudes (u = 2^-53): more accurate than an x87
+/// long double accumulator (n 2^-64 of that sum), and in SSE registers
+/// rather than the x87 stack. The oracle and the exact kernels sum with it.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace sdpa {
+
+/// sum += x, the addition's rounding error added to err (TwoSum: exactly
+/// sum + x - (sum + x rounded), when the rounded sum is finite).
+inline void two_sum_into(double& sum, double& err, double x) {
+  const double t = sum + x;
+  const double z = t - sum;
+  err += (sum - (t - z)) + (x - z);
+  sum = t;
+}
+
+/// A total and its error as CompensatedSum::value() combines them.
+inline double compensated_value(double sum, double err) {
+  return std::isfinite(sum) && err != 0.0 ? sum + err : sum;
+}
+
+/// a * b rounded, and its rounding error into err, so that a * b = product
+/// + err exactly (Dekker's TwoProduct with Veltkamp's split: no FMA
+/// needed). err is 0 where the split could overflow (|a| or |b| at or above
+/// 2^995) or the product is not finite; below double's normal range it is
+/// not exact.
+inline double two_product(double a, double b, double& err) {
+  const double p = a * b;
+  constexpr double kBig = 0x1p995;
+  if (!(std::fabs(a) < kBig && std::fabs(b) < kBig) || !std::isfinite(p)) {
+    err = 0.0;
+    return p;
+  }
+  constexpr double kSplit = 134217729.0;  // 2^27 + 1: halves of 26 bits
+  const double ca = kSplit * a, a_hi = ca - (ca - a), a_lo = a - a_hi;
+  const double cb = kSplit * b, b_hi = cb - (cb - b), b_lo = b - b_hi;
+  err = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo;
+  return p;
+}
+
+struct CompensatedSum {
+  double sum = 0.0;
+  double err = 0.0;  // the rounding errors of the additions so far, summed
+
+  CompensatedSum() = default;
+  /// A sum that starts from its first term (keeps a -0 first term's sign).
+  explicit CompensatedSum(double first) : sum(first) {}
+
+  void add(double x) { two_sum_into(sum, err, x); }
+
+  /// The total. Non-finite totals are the plain sum's (inf, or NaN for inf
+  /// and -inf or a NaN term), whose error terms are NaN; a zero error
+  /// leaves the sign of a zero sum as it is.
+  double value() const { return compensated_value(sum, err); }
+};
+
+/// The compensated sums of a row of n outputs, out_j = sum_t a_t y_t[j] as
+/// matmul and P @ V form them: the totals and the errors held in two
+/// arrays, so that one term's additions to every output run side by side
+/// in vector registers. Each output gets the arithmetic of a CompensatedSum
+/// given its terms in the same order: the same bits.
+class CompensatedRow {
+ public:
+  /// n outputs, each a sum from 0.
+  void reset(int64_t n) {
+    sum_.assign(static_cast<size_t>(n), 0.0);
+    err_.assign(static_cast<size_t>(n), 0.0);
+  }
+  /// n outputs, each starting from its first term a * y[j].
+  void start(int64_t n, double a, const double* y) {
+    sum_.resize(static_cast<size_t>(n));
+    err_.assign(static_cast<size_t>(n), 0.0);
+    double* s = sum_.data();
+    for (int64_t j = 0; j < n; ++j) s[j] = a * y[j];
+  }
+  /// Adds a * y[j] to output j, for every j.
+  void add_scaled(double a, const double* __restrict y) {
+    double* __restrict s = sum_.data();
+    double* __restrict e = err_.data();
+    const int64_t n = static_cast<int64_t>(sum_.size());
+    for (int64_t j = 0; j < n; ++j) two_sum_into(s[j], e[j], a * y[j]);
+  }
+  /// The n totals into out.
+  void values(double* out) const {
+    for (size_t j = 0; j < sum_.size(); ++j) out[j] = compensated_value(sum_[j], err_[j]);
+  }
+  /// The n totals as double-doubles: out[j] as values() gives it, and what
+  /// rounding it lost into low[j] (0 for a non-finite total).
+  void values(double* out, double* low) const {
+    for (size_t j = 0; j < sum_.size(); ++j) {
+      double hi = sum_[j], lo = 0.0;
+      if (std::isfinite(hi) && err_[j] != 0.0) two_sum_into(hi, lo, err_[j]);
+      out[j] = hi;
+      low[j] = std::isfinite(hi) ? lo : 0.0;
+    }
+  }
+
+ private:
+  std::vector<double> sum_, err_;
+};
+
+}  // namespace sdpa
