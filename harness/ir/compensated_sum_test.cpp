@@ -76,5 +76,60 @@ TEST(CompensatedSum, AZeroSumKeepsTheSignItsStartGives) {
   EXPECT_EQ(sum_of({}), 0.0);
 }
 
+TEST(CompensatedSum, TwoProductGivesTheProductsExactRoundingError) {
+  std::mt19937_64 g(5);
+  std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-300, 300);
+  for (int n = 0; n < 100000; ++n) {
+    const double a = std::ldexp(mantissa(g), exponent(g)), b = std::ldexp(mantissa(g), exponent(g));
+    double err = 0;
+    const double p = two_product(a, b, err);
+    ASSERT_EQ(p, a * b);
+    // fma rounds a * b - p once, and that difference is a double: exact.
+    ASSERT_EQ(err, std::fma(a, b, -p)) << a << " * " << b;
+  }
+  double err = 1;
+  EXPECT_EQ(two_product(0x1p1000, 3.0, err), 0x1p1000 * 3.0);
+  EXPECT_EQ(err, 0.0);  // past the split's range: no error term
+  EXPECT_EQ(two_product(1e300, 1e300, err), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(err, 0.0);
+}
+
+// A row of sums gives each output the bits a CompensatedSum gives it with
+// the same terms in the same order; the double-double form's high part is
+// the same total, and its low part what that total rounded away.
+TEST(CompensatedSum, ARowGivesEachOutputTheBitsOfItsOwnSum) {
+  std::mt19937_64 g(9);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t n = 1 + trial % 37, terms = 1 + trial % 11;
+    std::vector<double> a(terms), y(terms * n);
+    for (double& x : a) x = normal(g) * std::ldexp(1.0, trial % 40);
+    for (double& x : y) x = normal(g);
+    CompensatedRow from_zero, from_first;
+    from_zero.reset(n);
+    from_first.start(n, a[0], y.data());
+    for (int64_t t = 0; t < terms; ++t) from_zero.add_scaled(a[t], y.data() + t * n);
+    for (int64_t t = 1; t < terms; ++t) from_first.add_scaled(a[t], y.data() + t * n);
+    std::vector<double> got0(n), got1(n), hi(n), lo(n);
+    from_zero.values(got0.data());
+    from_first.values(got1.data());
+    from_first.values(hi.data(), lo.data());
+    for (int64_t j = 0; j < n; ++j) {
+      CompensatedSum s0, s1(a[0] * y[j]);
+      for (int64_t t = 0; t < terms; ++t) s0.add(a[t] * y[t * n + j]);
+      for (int64_t t = 1; t < terms; ++t) s1.add(a[t] * y[t * n + j]);
+      ASSERT_EQ(got0[j], s0.value());
+      ASSERT_EQ(got1[j], s1.value());
+      ASSERT_EQ(hi[j], s1.value());
+      // hi + lo is sum + err of the same sum, rounded only below lo's last bit.
+      ASSERT_EQ(hi[j] + lo[j], hi[j]);
+      EXPECT_LE(std::fabs(static_cast<long double>(hi[j]) + lo[j] -
+                          (static_cast<long double>(s1.sum) + s1.err)),
+                std::ldexp(std::fabs(hi[j]), -100));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sdpa
