@@ -44,20 +44,22 @@ void validate_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   if (mask && mask->dtype != DType::f32) invalid("Attention mask must be a Float tensor");
 }
 
-// Scalar arithmetic of one numerics: long double, or the kernel's f32.
+// Scalar arithmetic of one numerics: double, or the kernel's f32. The f32
+// steps are each computed in double and rounded to f32: the correctly
+// rounded f32 result (53 >= 2 * 24 + 2 bits: double rounding is innocuous
+// for +, -, *, /), as an f32 unit gives.
 struct Arith {
   bool exact;
   DType pv_acc = DType::f32;  // where P @ V accumulates (a self-test mutant changes it)
-  long double round_acc(long double x) const { return exact ? x : static_cast<float>(x); }
-  long double round_pv(long double x) const {
+  double round_acc(double x) const { return exact ? x : static_cast<float>(x); }
+  double round_pv(double x) const {
     return exact ? x : round_to(pv_acc, static_cast<float>(x));
   }
-  // Exact: a weight below double's range is 0, as the other exact kernels
-  // and the oracles have it (0 times an inf of V is NaN, not inf).
-  long double exp(long double x) const {
+  // Exact: double's exp, as the other exact kernels and the oracles take it
+  // (below -746 it rounds to 0, returned without libm's underflow path).
+  double exp(double x) const {
     if (!exact) return std::exp(static_cast<float>(x));
-    const long double e = std::exp(x);
-    return e < std::numeric_limits<double>::denorm_min() / 2.0L ? 0.0L : e;
+    return x < -746.0 ? 0.0 : std::exp(x);
   }
 };
 
@@ -147,46 +149,48 @@ class FlashAttention {
 
   // One query block [m, m + rows) of head h: the online softmax over kv blocks.
   void block(Tensor& out, int64_t b, int64_t h, int64_t m, int64_t rows, int64_t kv_size) {
-    constexpr long double kNegInf = -std::numeric_limits<long double>::infinity();
+    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
     const int64_t hk = h / (s_.Hq / s_.Hkv);
     const int64_t kv_split = std::min(kKvSplitSize, kv_size);
     // num_keys = min(m + start_pos + qBlockSize, kvSize): the kv loop's end.
     const int64_t reach = m + (fault_.num_keys_without_start_pos ? 0 : start_pos_) + rows;
     const int64_t num_keys = is_causal_ ? std::min(reach, kv_size) : kv_size;
-    std::vector<long double> row_max(rows, kNegInf), row_sum(rows, 0), dst(rows * s_.Dv, 0);
-    std::vector<long double> x(kv_split);
+    std::vector<double> row_max(rows, kNegInf), row_sum(rows, 0), dst(rows * s_.Dv, 0);
+    std::vector<double> x(kv_split);
     for (int64_t n = 0; n < num_keys; n += kv_split) {
       const int64_t cols = std::min(kv_split, kv_size - n);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = m + r;
         const int64_t fill_from = causal_fill_from(m, r, n, kv_split, cols);
         for (int64_t c = 0; c < cols; ++c) {
-          long double qk = 0;
+          double qk = 0;
           for (int64_t e = 0; e < s_.D; ++e)
-            qk = arith_.round_acc(qk + arith_.round_acc(static_cast<long double>(q(b, i, h, e)) * k(b, n + c, hk, e)));
+            qk = arith_.round_acc(qk + arith_.round_acc(q(b, i, h, e) * k(b, n + c, hk, e)));
           // The causal -inf is written into q.k before the scale multiplies it.
           if (c >= fill_from) qk = kNegInf;
-          long double xv = arith_.round_acc(qk * static_cast<long double>(scale_));
+          double xv = arith_.round_acc(qk * scale_);
           if (has_mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_->size(1) + n + c]);
           x[c] = xv;
         }
-        const long double block_max = has_mask_ ? vector_max(x, cols) : fused_max(x, cols);
+        const double block_max = has_mask_ ? vector_max(x, cols) : fused_max(x, cols);
         update_row(r, cols, x, block_max, n > 0, row_max[r], row_sum[r], &dst[r * s_.Dv], b, n, hk);
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
       // No zero-sum guard: a row with every key masked gives 0 * inf = NaN.
-      long double inv = arith_.round_acc(1.0L / row_sum[r]);
+      double inv = arith_.round_acc(1.0 / row_sum[r]);
       for (int64_t e = 0; e < s_.Dv; ++e) {
-        long double o = arith_.round_acc(dst[r * s_.Dv + e] * inv);
-        out.data[((b * s_.Lq + m + r) * s_.Hq + h) * s_.D + e] = arith_.exact ? static_cast<double>(o) : round_to(out_dtype_, static_cast<double>(o));
+        // Exact: the division the kernel's 1 / sum and product stand for
+        // (one rounding, not two).
+        double o = arith_.exact ? dst[r * s_.Dv + e] / row_sum[r] : arith_.round_acc(dst[r * s_.Dv + e] * inv);
+        out.data[((b * s_.Lq + m + r) * s_.Hq + h) * s_.D + e] = arith_.exact ? o : round_to(out_dtype_, o);
       }
     }
   }
 
   // With a mask: at::vec::reduce_all over vec::maximum, which propagates NaN.
-  static long double vector_max(const std::vector<long double>& x, int64_t cols) {
-    long double mx = -std::numeric_limits<long double>::infinity();
+  static double vector_max(const std::vector<double>& x, int64_t cols) {
+    double mx = -std::numeric_limits<double>::infinity();
     for (int64_t c = 0; c < cols; ++c) {
       if (std::isnan(x[c])) return x[c];
       mx = std::max(mx, x[c]);
@@ -199,44 +203,44 @@ class FlashAttention {
   // tail takes std::max(tmp_max, x) (a NaN x is dropped), and the result is
   // std::max(tail max, vector max): a NaN vector max is dropped too, so a
   // NaN in the vector part leaves the tail's max alone.
-  static long double fused_max(const std::vector<long double>& x, int64_t cols) {
+  static double fused_max(const std::vector<double>& x, int64_t cols) {
     const int64_t vec_end = kVectorLanes * (cols / kVectorLanes);
-    long double vec_max = -std::numeric_limits<long double>::infinity();
+    double vec_max = -std::numeric_limits<double>::infinity();
     for (int64_t c = 0; c < vec_end; ++c)
-      vec_max = std::isnan(vec_max) || std::isnan(x[c]) ? std::numeric_limits<long double>::quiet_NaN()
+      vec_max = std::isnan(vec_max) || std::isnan(x[c]) ? std::numeric_limits<double>::quiet_NaN()
                                                         : std::max(vec_max, x[c]);
-    long double tail_max = -std::numeric_limits<long double>::infinity();
+    double tail_max = -std::numeric_limits<double>::infinity();
     for (int64_t c = vec_end; c < cols; ++c) tail_max = std::max(tail_max, x[c]);
     return std::max(tail_max, vec_max);
   }
 
-  void update_row(int64_t r, int64_t cols, std::vector<long double>& x, long double block_max,
-                  bool rescale, long double& row_max, long double& row_sum, long double* dst,
+  void update_row(int64_t r, int64_t cols, std::vector<double>& x, double block_max,
+                  bool rescale, double& row_max, double& row_sum, double* dst,
                   int64_t b, int64_t n, int64_t hk) {
     // tmp_max = qk_max_data[row] > tmp_max ? qk_max_data[row] : tmp_max
-    const long double m_new = row_max > block_max ? row_max : block_max;
-    if (m_new == -std::numeric_limits<long double>::infinity()) {
+    const double m_new = row_max > block_max ? row_max : block_max;
+    if (m_new == -std::numeric_limits<double>::infinity()) {
       // A fully masked block: P is zero-filled, max and sum stay, but the
       // block's P @ V still runs: 0 * V, NaN where V holds inf or NaN.
       for (int64_t e = 0; e < s_.Dv; ++e)
         for (int64_t c = 0; c < cols; ++c)
-          dst[e] = arith_.round_pv(dst[e] + 0.0L * static_cast<long double>(v(b, n + c, hk, e)));
+          dst[e] = arith_.round_pv(dst[e] + 0.0 * v(b, n + c, hk, e));
       return;
     }
-    long double exp_tmp = arith_.exp(row_max - m_new);
-    long double sum = 0;
+    double exp_tmp = arith_.exp(row_max - m_new);
+    double sum = 0;
     for (int64_t c = 0; c < cols; ++c) {
       x[c] = arith_.exp(x[c] - m_new);
       sum = arith_.round_acc(sum + x[c]);
       // P is cast to the activation dtype before P @ V.
-      if (!arith_.exact) x[c] = round_to(q_.dtype, static_cast<double>(x[c]));
+      if (!arith_.exact) x[c] = round_to(q_.dtype, x[c]);
     }
     row_sum = arith_.round_acc(sum + arith_.round_acc(exp_tmp * row_sum));
     row_max = m_new;
     for (int64_t e = 0; e < s_.Dv; ++e) {
-      long double acc = rescale ? arith_.round_pv(dst[e] * exp_tmp) : dst[e];
+      double acc = rescale ? arith_.round_pv(dst[e] * exp_tmp) : dst[e];
       for (int64_t c = 0; c < cols; ++c)
-        acc = arith_.round_pv(acc + arith_.round_acc(x[c] * static_cast<long double>(v(b, n + c, hk, e))));
+        acc = arith_.round_pv(acc + arith_.round_acc(x[c] * v(b, n + c, hk, e)));
       dst[e] = acc;
     }
   }

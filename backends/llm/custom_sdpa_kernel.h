@@ -10,7 +10,7 @@ inline constexpr const char* kCustomSdpaOp = "llama.custom_sdpa.default";
 
 /// The kernel for `llama.custom_sdpa.default(query, key, value, start_pos,
 /// attn_mask, drpout_p, is_causal, scale)` on [B, S, H, D] tensors, in
-/// `exact` numerics (long double, no rounding) or `emulated` ones (f32
+/// `exact` numerics (double, no rounding to a dtype) or `emulated` ones (f32
 /// accumulation, P rounded to the activation dtype before P @ V).
 /// Recoverable checks (ET_KERNEL_CHECK) raise KernelError::recoverable,
 /// fatal ones (ET_CHECK_MSG) KernelError::fatal, with the upstream texts.
