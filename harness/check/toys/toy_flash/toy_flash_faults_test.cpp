@@ -221,14 +221,20 @@ std::string without(std::string text, const std::string& dir) {
   return text;
 }
 
+// A campaign of `cases` cases from `seed`, in process or with `jobs` workers.
+CampaignOptions campaign_options(uint64_t seed, int64_t cases, int max_shrink_steps, bool isolate, int jobs) {
+  CampaignOptions o;
+  o.seed = seed;
+  o.cases = cases;
+  o.max_shrink_steps = max_shrink_steps;
+  o.isolate = isolate;
+  o.jobs = jobs;
+  return o;
+}
+
 TargetRun with_jobs(const Options& options, int jobs, int64_t stop_after, const std::string& dir) {
   auto target = fixture().registry.make("toy-flash", options);
-  CampaignOptions o;
-  o.seed = 11;
-  o.cases = 90;
-  o.max_shrink_steps = 60;
-  o.isolate = true;
-  o.jobs = jobs;
+  CampaignOptions o = campaign_options(11, 90, 60, true, jobs);
   o.stop_after = stop_after;
   o.limits = {0.25, 96};
   o.corpus_dir = dir + "/corpus";
@@ -276,12 +282,7 @@ TEST(CampaignJobs, ThreeWorkersRecordWhatOneRecords) {
 TEST(CampaignJobs, WorkersDrawTheCasesThisProcessDraws) {
   auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
   auto cases_seen = [&](bool isolate, int jobs) {
-    CampaignOptions o;
-    o.seed = 5;
-    o.cases = 60;
-    o.max_shrink_steps = 0;
-    o.isolate = isolate;
-    o.jobs = jobs;
+    CampaignOptions o = campaign_options(5, 60, 0, isolate, jobs);
     std::vector<std::string> seen;
     o.on_case = [&](const Case& c, const CaseResult& r) {
       seen.push_back(case_to_json(c).dump() + " " + verdict_name(r.verdict));
