@@ -43,15 +43,21 @@ struct Reference {
 
 // Per row: logits L = cap(sum_c q s k) + mask, in double. Rounding error in
 // the model, first order, with u the unit roundoff of one step (f16: 2^-11 +
-// 2^-24, a step rounds to f32 then to f16):
+// 2^-24, a step rounds to f32 then to f16) and eta the absolute error of a
+// step whose result underflows into the subnormals (half their spacing: f16
+// 2^-25, f32 2^-150; a sum of subnormals is exact, a product or exp is not):
 //   |dL|  <= (C + 2) u sum_c |q s k|   (the Q*scale rounding, C GEMM steps)
 //          + u |L|                      (mask add)
 //          + 8 u cap + 3 u |S|          (tanh cap: three roundings, tanh's few ulp, f16 cap and 1/cap rounded)
+//          + eta (sum_c |k| + C + 2 + (2 cap + 1))   (underflow of Q*scale, the GEMM steps, the cap's steps)
 //   |dp|/p <= expm1(2 max |dL|) + (U + 8) u   (exp's few ulp, U sum steps, 1/sum, e*r, e rounded)
-//   |dO|  <= 1.25 (|dp|/p + (U + 2) u) sum_u p |V|   (the P V GEMM; 1.25 covers second-order terms)
+//   |dp|   += 2 eta                     (e and e*r rounded below the normals: p is absolute there)
+//   |dO|  <= 1.25 (|dp|/p + (U + 2) u) sum_u p |V| + eta (2 sum_u |V| + U)   (the P V GEMM; 1.25 covers
+//                                       second-order terms; eta per p and per GEMM step)
 Reference reference_sdpa(const SdpaOperatorCall& call) {
   const bool f16 = call.precision == Precision::f16;
   const double u = f16 ? 0x1p-11 + 0x1p-24 : 0x1p-24;
+  const double eta = f16 ? 0x1p-25 : 0x1p-150;
   const auto in = [&](const FloatTensor& t, size_t i) { return double(f16 ? round_to_half(t.data[i]) : t.data[i]); };
   const auto& qs = call.query.shape;
   const bool mqa = call.key.shape.size() == qs.size() - 1;
@@ -68,20 +74,21 @@ Reference reference_sdpa(const SdpaOperatorCall& call) {
       for (int64_t t = 0; t < T; ++t) {
         double m = -INFINITY;
         for (int64_t j = 0; j < U; ++j) {
-          double s = 0, a = 0;
+          double s = 0, a = 0, k_abs = 0;
           for (int64_t c = 0; c < C; ++c) {
-            const double term = in(call.query, ((b * H + h) * T + t) * C + c) * in(call.scale, c) *
-                                in(call.key, (kv * U + j) * C + c);
+            const double k = in(call.key, (kv * U + j) * C + c);
+            const double term = in(call.query, ((b * H + h) * T + t) * C + c) * in(call.scale, c) * k;
             s += term;
             a += std::fabs(term);
+            k_abs += std::fabs(k);
           }
           double capped = s, cap_error = 0;
           if (call.cap_type == LogitsCap::tanh) {
             capped = cap * std::tanh(s / cap);
-            cap_error = 8 * u * cap + 3 * u * std::fabs(s);
+            cap_error = 8 * u * cap + 3 * u * std::fabs(s) + eta * (2 * cap + 1);
           }
           L[j] = capped + in(call.mask, t * U + j);
-          dL[j] = (C + 2) * u * a + u * std::fabs(L[j]) + cap_error;
+          dL[j] = (C + 2) * u * a + u * std::fabs(L[j]) + eta * (k_abs + C + 2) + cap_error;
           m = std::max(m, L[j]);
         }
         const size_t o = ((b * H + h) * T + t) * D;
@@ -97,14 +104,15 @@ Reference reference_sdpa(const SdpaOperatorCall& call) {
         }
         const double rel_p = std::expm1(2 * max_dL) + (U + 8) * u;
         for (int64_t d = 0; d < D; ++d) {
-          double acc = 0, w = 0;
+          double acc = 0, w = 0, v_abs = 0;
           for (int64_t j = 0; j < U; ++j) {
             const double v = in(call.value, (kv * U + j) * D + d);
             acc += p[j] / sum * v;
             w += p[j] / sum * std::fabs(v);
+            v_abs += std::fabs(v);
           }
           r.out[o + d] = acc;
-          r.bound[o + d] = 1.25 * (rel_p + (U + 2) * u) * w;
+          r.bound[o + d] = 1.25 * (rel_p + (U + 2) * u) * w + eta * (2 * v_abs + U);
         }
       }
     }
@@ -441,6 +449,23 @@ SdpaOperatorCall scaled_case() {
 TEST(XnnpackSdpaModel, ReferenceComparisonAcceptsTheModelOnAFixedCase) {
   const SdpaOperatorCall c = scaled_case();
   EXPECT_TRUE(violations(xnnpack_sdpa_model(c), reference_sdpa(c)).empty());
+}
+
+TEST(XnnpackSdpaModel, ReferenceComparisonAllowsAnF16ProbabilityThatUnderflows) {
+  // One query, two keys, logits (0, -18): p1 = e^-18 / (1 + e^-18) = 1.5e-8 is below half the
+  // smallest fp16 subnormal (2^-25 = 3.0e-8), so the model rounds it to 0 and O = p0 V0 = 0 against
+  // the meaning's -6.1e-8 (V1 = -4). An error bound relative to p alone calls that a 100% error.
+  SdpaOperatorCall c{filled({1, 1, 1}, [](int64_t) { return 1.0f; }), filled({2, 1}, [](int64_t) { return 0.0f; }),
+                     filled({2, 1}, [](int64_t u) { return u == 0 ? 0.0f : -4.0f; }),
+                     filled({1}, [](int64_t) { return 1.0f; }), filled({1, 2}, [](int64_t u) { return u == 0 ? 0.0f : -18.0f; })};
+  c.precision = Precision::f16;
+  const Reference ref = reference_sdpa(c);
+  EXPECT_EQ(xnnpack_sdpa_model(c).data[0], 0.0f);
+  EXPECT_LT(ref.out[0], -6e-8);
+  EXPECT_TRUE(violations(xnnpack_sdpa_model(c), ref).empty());
+  // The allowance is the underflow's and no more: 2 eta per |V| and one per GEMM step, 10 eta = 3.0e-7.
+  EXPECT_LT(ref.bound[0], 3.1e-7);
+  EXPECT_FALSE(violations(filled({1, 1, 1}, [](int64_t) { return -4.0e-7f; }), ref).empty());
 }
 
 TEST(XnnpackSdpaModel, ReferenceComparisonCatchesAModelThatForgetsTheScale) {
