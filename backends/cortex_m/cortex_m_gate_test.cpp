@@ -54,7 +54,9 @@ TEST(CortexMGate, DecomposeToDecomposeFoldChangesNoDecision) {
   // forced alone would still pass at these sizes): missed in both, not newly.
   EXPECT_GT(g.still_missed, 0);
   for (const GateDecision& d : head.decisions)
-    if (d.rewrite) EXPECT_EQ(d.pass, "decompose-sdpa");
+    if (d.rewrite) {
+      EXPECT_EQ(d.pass, "decompose-sdpa");
+    }
 }
 
 TEST(CortexMGate, AWeakenedNoMaskRuleIsNewlyUnsound) {

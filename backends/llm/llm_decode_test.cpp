@@ -130,7 +130,9 @@ TEST(LlmDecode, TheContractCampaignIsCleanPastTheBlockEdge) {
   // The only failure: the upstream kernel's NaN-dropping row max, which
   // steps past the block edge now reach from the default policy.
   for (const auto& w : r.findings)
-    if (w.verdict != "missed-rewrite") EXPECT_TRUE(is_row_max_nan_defect(w)) << w.summary;
+    if (w.verdict != "missed-rewrite") {
+      EXPECT_TRUE(is_row_max_nan_defect(w)) << w.summary;
+    }
   for (const char* v : {"unsound-rewrite", "invalid-rewrite", "crash", "unexpected-error", "inaccurate-kernel",
                         "broken-invariant", "oracle-disagree", "entry-disagree"})
     EXPECT_EQ(r.verdicts[v], 0) << v << "\n" << run_summary_text({r});
@@ -200,7 +202,9 @@ TEST(LlmDecode, EachWeakenedSwapRuleIsCaught) {
     for (const auto& f : r.findings)
       if (!w && f.finding.failure_class.find(e.rule) != std::string::npos && f.verdict != "missed-rewrite") w = &f;
     ASSERT_NE(w, nullptr) << e.rule << "\n" << run_summary_text({r});
-    if (!e.verdict.empty()) EXPECT_EQ(w->verdict, e.verdict) << e.rule << ": " << w->summary;
+    if (!e.verdict.empty()) {
+      EXPECT_EQ(w->verdict, e.verdict) << e.rule << ": " << w->summary;
+    }
     EXPECT_NE(w->finding.detail.find(e.text), std::string::npos) << e.rule << ": " << w->finding.detail;
     std::cout << "weaken-swap-" << e.rule << ": " << w->verdict << " at case " << w->iteration << ", shrunk to "
               << case_summary(w->shrunk) << "\n";

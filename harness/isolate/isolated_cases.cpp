@@ -35,7 +35,7 @@ nlohmann::json case_request(const std::string& target, const Options& target_opt
 IsolatedCases::IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits,
                              int jobs, DrawAndCheck draw)
     : worker_(case_handler(target_for, reference, nullptr), limits),
-      pool_(jobs, case_handler(target_for, reference, std::move(draw)), limits, kCasesPerWorker) {}
+      pool_(jobs, case_handler(target_for, reference, std::move(draw)), limits, kCasesPerWorker, kReplyCoalesce) {}
 
 CaseResult IsolatedCases::result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died) {
   died = false;

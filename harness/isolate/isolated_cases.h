@@ -6,6 +6,7 @@
 /// command then sends a seed and a size, not a case, the worker draws the
 /// case, and the command reads it back with its result, so drawing is not
 /// the command's serial work.
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,7 +40,10 @@ class IsolatedCases {
   /// seed and size of the case `draw` gives (needs a DrawAndCheck, and
   /// in_flight() < capacity()); next waits for any submitted case. Each
   /// worker holds kCasesPerWorker cases at once, so it starts the next case
-  /// as soon as it has answered one.
+  /// as soon as it has answered one, and the command takes replies at most
+  /// once per kReplyCoalesce (16 cases are several milliseconds of work: a
+  /// worker does not wait for it). A wake-up per case cost the command a
+  /// tenth of a core and slowed the workers by as much (README, Throughput).
   void submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options);
   struct Ran {
     int64_t tag = 0;
@@ -51,7 +55,8 @@ class IsolatedCases {
   int jobs() const { return pool_.jobs(); }
   int capacity() const { return pool_.capacity(); }
   int in_flight() const { return pool_.busy(); }
-  static constexpr int kCasesPerWorker = 2;
+  static constexpr int kCasesPerWorker = 16;
+  static constexpr std::chrono::microseconds kReplyCoalesce{1000};
 
  private:
   CaseResult result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died);

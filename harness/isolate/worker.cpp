@@ -51,14 +51,19 @@ bool read_all(int fd, char* data, size_t n) {
 }
 
 // A frame: the payload's length (8 bytes, host order) and the payload,
-// MessagePack (doubles exact, strings need not be UTF-8).
-bool send_bytes(int fd, const std::vector<uint8_t>& bytes) {
-  uint64_t n = bytes.size();
-  return write_all(fd, reinterpret_cast<const char*>(&n), sizeof n) &&
-         write_all(fd, reinterpret_cast<const char*>(bytes.data()), bytes.size());
+// MessagePack (doubles exact, strings need not be UTF-8), in one buffer so
+// that it goes out in one system call.
+std::vector<uint8_t> frame_of(const nlohmann::json& j) {
+  std::vector<uint8_t> frame(sizeof(uint64_t));
+  nlohmann::json::to_msgpack(j, frame);  // appended after the length
+  const uint64_t n = frame.size() - sizeof n;
+  std::memcpy(frame.data(), &n, sizeof n);
+  return frame;
 }
 
-bool send_frame(int fd, const nlohmann::json& j) { return send_bytes(fd, nlohmann::json::to_msgpack(j)); }
+bool send_frame(int fd, const std::vector<uint8_t>& frame) {
+  return write_all(fd, reinterpret_cast<const char*>(frame.data()), frame.size());
+}
 
 bool receive_frame(int fd, nlohmann::json& out) {
   uint64_t n = 0;
@@ -113,7 +118,7 @@ void limit_memory(int64_t rss_limit_mb) {
     } catch (const std::exception& e) {
       reply["error"] = e.what();
     }
-    if (!send_frame(fd, reply)) break;
+    if (!send_frame(fd, frame_of(reply))) break;
   }
   _exit(0);
 }
@@ -177,11 +182,11 @@ void Worker::send(const std::vector<uint8_t>& frame) {
   if (pid_ < 0) start();
   // A request is small and at most a few are unread: the socket's buffer
   // takes it without blocking on a worker that is writing a reply.
-  send_failed_ = send_failed_ || !send_bytes(fd_, frame);
+  send_failed_ = send_failed_ || !send_frame(fd_, frame);
 }
 
 void Worker::submit(const nlohmann::json& request) {
-  pending_.push_back(nlohmann::json::to_msgpack(request));
+  pending_.push_back(frame_of(request));
   if (pending_.size() == 1) begin_ = Clock::now();
   send(pending_.back());
 }

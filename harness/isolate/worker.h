@@ -84,7 +84,7 @@ class Worker {
   pid_t pid_ = -1;
   int fd_ = -1;  // the parent's end of the socket pair
   int64_t starts_ = 0;
-  std::deque<std::vector<uint8_t>> pending_;  // requests out, oldest first, encoded
+  std::deque<std::vector<uint8_t>> pending_;  // requests out, oldest first, as frames
   bool send_failed_ = false;   // the worker was gone when a request was sent
   std::chrono::steady_clock::time_point begin_;  // when the oldest request out began
 };

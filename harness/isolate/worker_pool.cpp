@@ -5,17 +5,18 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace sdpa {
 namespace {
-
 
 using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-WorkerPool::WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth)
-    : depth_(depth) {
+WorkerPool::WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth,
+                       std::chrono::microseconds coalesce)
+    : depth_(depth), coalesce_(coalesce) {
   if (jobs < 1) throw std::invalid_argument("WorkerPool: jobs must be at least 1");
   if (depth < 1) throw std::invalid_argument("WorkerPool: depth must be at least 1");
   for (int i = 0; i < jobs; ++i) workers_.push_back(std::make_unique<Worker>(handler, limits));
@@ -48,7 +49,11 @@ WorkerPool::Reply WorkerPool::wait() {
       fds.push_back({workers_[i]->fd(), POLLIN, 0});
       owner.push_back(i);
     }
-    int ready = poll(fds.data(), fds.size(), kWorkerPollMillis);
+    int ready = poll(fds.data(), fds.size(), 0);
+    if (ready == 0) {
+      if (coalesce_.count() > 0) std::this_thread::sleep_for(coalesce_);
+      ready = poll(fds.data(), fds.size(), kWorkerPollMillis);
+    }
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("worker pool: poll: ") + strerror(errno));
     // A worker with no reply yet has its clock and memory looked at every
     // kWorkerPollMillis, even while the others keep replying.

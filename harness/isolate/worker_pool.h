@@ -5,6 +5,10 @@
 /// limits and the death reporting of a lone Worker. With a depth above 1 a
 /// worker holds that many requests at once and starts the next as soon as
 /// it has answered one (no round trip through the parent in between).
+/// With a coalescing delay, a parent that finds no reply ready waits that
+/// long before it blocks, so that it takes the replies that came meanwhile
+/// in one wake-up rather than one each: a worker's depth must hold more
+/// work than the delay, or the worker idles.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -18,7 +22,8 @@ namespace sdpa {
 
 class WorkerPool {
  public:
-  WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth = 1);
+  WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth = 1,
+             std::chrono::microseconds coalesce = std::chrono::microseconds(0));
 
   int jobs() const { return static_cast<int>(workers_.size()); }
   /// Requests the pool holds at once: jobs times the depth.
@@ -40,6 +45,7 @@ class WorkerPool {
  private:
   std::vector<std::unique_ptr<Worker>> workers_;
   int depth_;
+  std::chrono::microseconds coalesce_;
   std::vector<std::deque<int64_t>> tags_;  // the tags of each worker's requests out, oldest first
   std::chrono::steady_clock::time_point last_limit_check_{};
 };

@@ -1,7 +1,8 @@
 // Several workers side by side: requests run at the same time in distinct
 // processes, replies carry their tags, and one worker's death or hang is
 // reported for its own request while the others' replies still come back;
-// a worker holding several requests answers them in order.
+// a worker holding several requests answers them in order; a coalescing
+// parent takes the replies that came while it waited in one wake-up.
 #include "harness/isolate/worker_pool.h"
 
 #include <signal.h>
@@ -101,6 +102,42 @@ TEST(WorkerPool, AWorkerAnswersItsQueuedRequestsInOrderWithoutARoundTrip) {
   EXPECT_EQ(first.tag, 0);
   EXPECT_EQ(second.tag, 1);
   EXPECT_EQ(std::get<nlohmann::json>(first.reply), std::get<nlohmann::json>(second.reply));  // one process
+}
+
+TEST(WorkerPool, ACoalescingParentTakesTheRepliesThatCameWhileItWaited) {
+  // Four 20 ms requests queued in one worker, a 300 ms delay: the first
+  // wait finds no reply, sleeps the delay, meanwhile all four are answered,
+  // and the next three waits return at once, in order.
+  WorkerPool pool(1, act, {}, 4, std::chrono::milliseconds(300));
+  for (int tag = 0; tag < 4; ++tag) pool.submit(tag, {{"do", "sleep"}, {"ms", 20}});
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(pool.wait().tag, 0);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(300));
+  auto t1 = std::chrono::steady_clock::now();
+  for (int tag = 1; tag < 4; ++tag) EXPECT_EQ(pool.wait().tag, tag);
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::milliseconds(150));
+  // Without the delay, the first reply is taken as soon as it comes.
+  WorkerPool eager(1, act, {}, 4);
+  eager.submit(0, {{"do", "sleep"}, {"ms", 20}});
+  t0 = std::chrono::steady_clock::now();
+  eager.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+}
+
+TEST(WorkerPool, ACoalescingPoolStillReportsADeathAndAHangForTheirOwnRequests) {
+  WorkerPool pool(1, act, {0.3, 0}, 3, std::chrono::milliseconds(5));
+  pool.submit(30, {{"do", "segfault"}});
+  pool.submit(31, {{"do", "sleep"}});
+  pool.submit(32, {{"do", "hang"}});
+  WorkerPool::Reply crash = pool.wait();
+  EXPECT_EQ(crash.tag, 30);
+  ASSERT_TRUE(std::holds_alternative<WorkerDeath>(crash.reply));
+  EXPECT_EQ(std::get<WorkerDeath>(crash.reply).verdict, Verdict::crash);
+  EXPECT_TRUE(std::holds_alternative<nlohmann::json>(pool.wait().reply));
+  WorkerPool::Reply hang = pool.wait();
+  EXPECT_EQ(hang.tag, 32);
+  ASSERT_TRUE(std::holds_alternative<WorkerDeath>(hang.reply));
+  EXPECT_EQ(std::get<WorkerDeath>(hang.reply).verdict, Verdict::timeout);
 }
 
 TEST(WorkerPool, ADeathBelongsToTheOldestRequestAndTheQueuedOnesGoToANewWorker) {

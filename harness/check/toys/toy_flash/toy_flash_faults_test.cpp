@@ -137,7 +137,9 @@ TEST(ToyFlashFaults, TheGateRecordsACrashingCaseAndGoesOn) {
   for (const auto& x : d.decisions) {
     indices.insert(x.index);
     ++verdicts[x.verdict];
-    if (x.verdict == "crash") EXPECT_GE(largest_lq(x.c), kFaultLq) << case_summary(x.c);
+    if (x.verdict == "crash") {
+      EXPECT_GE(largest_lq(x.c), kFaultLq) << case_summary(x.c);
+    }
   }
   EXPECT_EQ(indices.size(), 12u);
   EXPECT_GT(verdicts["crash"], 0);
@@ -267,11 +269,14 @@ TEST(CampaignJobs, ThreeWorkersRecordWhatOneRecords) {
         EXPECT_EQ(bx, by) << twin;
       }
     }
-    if (stop_after > 0) EXPECT_LT(b.next_iteration, 90);
+    if (stop_after > 0) {
+      EXPECT_LT(b.next_iteration, 90);
+    }
     // A finding whose case finishes is taken apart by explain, not reported as a death.
-    if (options.count("guard"))
+    if (options.count("guard")) {
       EXPECT_FALSE(explain_worker_death(read_corpus_file(a.findings[0].file), a.findings[0].file,
                                         fixture().registry, *fixture().reference, *replay_worker()));
+    }
     fs::remove_all(one);
     fs::remove_all(three);
   }
