@@ -6,6 +6,7 @@
 
 #include "backends/aten/math_decomposition.h"
 #include "backends/common/sdpa_entry.h"
+#include "harness/ir/dtype.h"
 #include "harness/ir/interpreter.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -82,6 +83,47 @@ TEST(LibtorchKernels, F64InputsAreReadInPlaceAndLeftAsTheyWere) {
   EXPECT_EQ(a.data, b.data);
   for (const auto& [name, t] : in) EXPECT_EQ(t.data, inputs(c).at(name).data) << name;
   EXPECT_EQ(a.dtype, DType::f64);
+}
+
+// Every harness dtype crosses into ATen and back unchanged, through an op
+// whose result is a view (transpose): the element conversions and the
+// layout of a strided result.
+TEST(LibtorchKernels, EveryDtypeCrossesIntoAtenAndBackExactlyThroughAView) {
+  // Values each dtype holds exactly: -0 and a fraction for the float types, the largest finite f16.
+  const std::map<DType, std::vector<double>> held = {
+      {DType::f64, {-3, 0.5, 1e300, 65504, -0.0, 0.1}}, {DType::f32, {-3, 0.5, 0x1p100, 65504, -0.0, 0x1.fffffep-1}},
+      {DType::f16, {-3, 0.5, 0x1p-24, 65504, -0.0, 0x1.ffcp-1}}, {DType::bf16, {-3, 0.5, 0x1p100, 65280, -0.0, 0x1.fep-1}},
+      {DType::i8, {-3, 0, 127, -128, 5, 2}}, {DType::i32, {-3, 0, 1 << 30, -7, 5, 2}},
+      {DType::i64, {-3, 0, 0x1p52, -7, 5, 2}}, {DType::b8, {1, 0, 1, 1, 0, 0}}};
+  for (const auto& [t, values] : held) {
+    Tensor x(t, {2, 3});
+    x.data = values;
+    Graph g;
+    ValueRef in = g.placeholder("x", {t, {SymExpr(2), SymExpr(3)}});
+    g.outputs = {g.call("aten.transpose.int", {in, int64_t{0}, int64_t{1}}, {}, {{t, {SymExpr(3), SymExpr(2)}}})};
+    const Tensor out = interpret(g, libtorch_kernels(), {{"x", x}}, {}).outputs[0];
+    ASSERT_EQ(out.shape, (Shape{3, 2})) << dtype_name(t);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        EXPECT_EQ(out.data[j * 2 + i], x.data[i * 3 + j]) << dtype_name(t) << " [" << i << ", " << j << "]";
+        EXPECT_EQ(std::signbit(out.data[j * 2 + i]), std::signbit(x.data[i * 3 + j])) << dtype_name(t);
+      }
+  }
+}
+
+// A value the dtype cannot hold is rounded by ATen's own conversion op, to
+// the nearest value of the dtype (ties to even), as the harness rounds it.
+TEST(LibtorchKernels, ToCopyRoundsAsTheHarnessRounds) {
+  Tensor x(DType::f32, {4});
+  x.data = {1.0 / 3, 1 + 0x1p-8, 1 + 0x1p-8 + 0x1p-20, 70000};  // a tie in bf16, the same just above, f16 overflow
+  for (DType t : {DType::bf16, DType::f16}) {
+    Graph g;
+    ValueRef in = g.placeholder("x", {DType::f32, {SymExpr(4)}});
+    g.outputs = {g.call("aten._to_copy.default", {in}, {{"dtype", t}}, {{t, {SymExpr(4)}}})};
+    for (double& v : x.data) v = static_cast<float>(v);
+    const Tensor out = interpret(g, libtorch_kernels(), {{"x", x}}, {}).outputs[0];
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(out.data[i], round_to(t, x.data[i])) << dtype_name(t) << " " << i;
+  }
 }
 
 }  // namespace

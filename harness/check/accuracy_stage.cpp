@@ -8,16 +8,19 @@ namespace check_internal {
 
 // The error model depends only on the run and the kernel set's declared
 // numerics for this case and graph: computed once per run and set.
-std::string CaseChecker::numerics_key(const KernelNumerics& n) {
+CaseChecker::NumericsKey CaseChecker::numerics_key(const KernelNumerics& n) {
   const FloatNumerics& f = n.fp;
   const QuantizedNumerics& q = n.quant;
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%d %d %d %d %d %d %d %.17g %.17g %.17g %.17g %.17g %d",
-                static_cast<int>(n.kind), static_cast<int>(f.storage), static_cast<int>(f.accumulation),
-                static_cast<int>(f.operands), static_cast<int>(f.scores), static_cast<int>(f.probabilities),
-                f.split_scale, q.input_qmax, q.score_step, q.prob_step, q.output_qmax, q.multiplier_rel,
-                static_cast<int>(q.softmax));
-  return buf;
+  const auto bits = [](double x) {
+    uint64_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+  };
+  const auto code = [](auto e) { return static_cast<uint64_t>(static_cast<int64_t>(e)); };
+  return {code(n.kind),        code(f.storage),      code(f.accumulation), code(f.operands),
+          code(f.scores),      code(f.probabilities), code(f.split_scale), bits(q.input_qmax),
+          bits(q.score_step),  bits(q.prob_step),    bits(q.output_qmax),  bits(q.multiplier_rel),
+          code(q.softmax)};
 }
 
 // The bound depends only on the run and the declaration: kernel sets that

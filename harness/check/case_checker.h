@@ -2,7 +2,10 @@
 /// The staged checker behind run_case (check.h): one object per case, its
 /// stages in a file each (check.cpp drives them; entry_stage, soundness_stage,
 /// accuracy_stage, completeness_stage). Internal to harness/check.
+#include <array>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -98,7 +101,9 @@ class CaseChecker {
 
   // The error model depends only on the run and the kernel set's declared
   // numerics for this case and graph: computed once per run and set.
-  static std::string numerics_key(const KernelNumerics& n);
+  // Its fields, a double by its bits: two declarations share a bound only when identical.
+  using NumericsKey = std::array<uint64_t, 13>;
+  static NumericsKey numerics_key(const KernelNumerics& n);
 
   // The bound depends only on the run and the declaration: kernel sets that
   // declare the same numerics share one computation.
@@ -225,7 +230,7 @@ class CaseChecker {
   std::vector<Assignment> runs_;
   std::vector<CaseTensors> tensors_;
   std::vector<std::map<std::string, Tensor>> inputs_;  // placeholder bindings per run
-  std::map<std::pair<size_t, std::string>, ErrorBound> bounds_;
+  std::map<std::pair<size_t, NumericsKey>, ErrorBound> bounds_;
   std::vector<Golden> goldens_;       // what the entry graph's output must match (the module's, for a composite)
   std::optional<Composite> composite_;  // the module around the SDPA call, when the entry form is one
   std::vector<Golden> sdpa_goldens_;  // the oracles' output of the SDPA call

@@ -180,8 +180,9 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
 
 void Worker::send(const std::vector<uint8_t>& frame) {
   if (pid_ < 0) start();
-  // A request is small and at most a few are unread: the socket's buffer
-  // takes it without blocking on a worker that is writing a reply.
+  // A request is small (about 100 bytes) and at most a pool's depth of them
+  // (16) are unread: the socket's buffer takes it without blocking on a
+  // worker that is writing a reply.
   send_failed_ = send_failed_ || !send_frame(fd_, frame);
 }
 
