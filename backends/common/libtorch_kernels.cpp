@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "harness/case/tensor_data.h"
 
@@ -62,11 +63,12 @@ bool with_element_type(at::ScalarType type, F&& f) {
 at::Tensor to_aten(const Tensor& t) {
   if (t.dtype == DType::f64) return at::from_blob(const_cast<double*>(t.data.data()), t.shape, at::kDouble);
   at::Tensor a = at::empty(t.shape, at::TensorOptions().dtype(to_at(t.dtype)));
-  with_element_type(a.scalar_type(), [&](auto zero) {
+  const bool done = with_element_type(a.scalar_type(), [&](auto zero) {
     using E = decltype(zero);
     E* out = a.data_ptr<E>();
     for (size_t i = 0; i < t.data.size(); ++i) out[i] = static_cast<E>(t.data[i]);
   });
+  if (!done) throw std::logic_error("to_aten: to_at gave a type with_element_type does not name");
   return a;
 }
 

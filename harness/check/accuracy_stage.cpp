@@ -1,6 +1,7 @@
 #include "harness/check/case_checker.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace sdpa {
 

@@ -4,9 +4,8 @@
 /// accuracy_stage, completeness_stage). Internal to harness/check.
 #include <array>
 #include <chrono>
-#include <cstdint>
-#include <cstring>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
