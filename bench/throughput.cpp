@@ -20,6 +20,13 @@ using namespace sdpa;
 
 namespace {
 
+// CPU seconds (user and system) of this process alone, not its workers.
+double own_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 double peak_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -35,13 +42,19 @@ void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases, int jobs)
   o.isolate = jobs > 0;
   o.jobs = std::max(jobs, 1);
   o.check.oracle_sample = kCampaignOracleSample;  // as sdpacheck fuzz
+  const double cpu0 = own_cpu_seconds();
   TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
+  const double command_cpu = own_cpu_seconds() - cpu0;
   double total = r.timing.generate + r.timing.oracle + r.timing.kernels + r.timing.compare;
-  std::printf("%-10s %-10s %8lld cases %8.0f cases/s   generate %4.1f%%  oracle %4.1f%%  kernels %4.1f%%  compare %4.1f%%\n",
+  std::printf("%-10s %-10s %8lld cases %8.0f cases/s   generate %4.1f%%  oracle %4.1f%%  kernels %4.1f%%  compare %4.1f%%",
               r.target.c_str(), jobs == 0 ? "in-process" : ("jobs=" + std::to_string(jobs)).c_str(),
               static_cast<long long>(r.cases), r.cases / r.seconds,
               100 * r.timing.generate / total, 100 * r.timing.oracle / total,
               100 * r.timing.kernels / total, 100 * r.timing.compare / total);
+  // With workers: the command's own CPU per case, the serial work that caps
+  // how many workers one command can feed (README, Throughput).
+  if (jobs > 0 && r.cases > 0) std::printf("   command %.1f us/case", 1e6 * command_cpu / r.cases);
+  std::printf("\n");
 }
 
 // Cases and seconds until the first failure of each self-test mutant,
