@@ -15,6 +15,8 @@
 #include <string>
 
 #include "cli/wiring.h"
+#include "generators/case_classes.h"
+#include "reports/campaign_stats.h"
 
 using namespace sdpa;
 
@@ -42,6 +44,9 @@ void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases, int jobs)
   o.isolate = jobs > 0;
   o.jobs = std::max(jobs, 1);
   o.check.oracle_sample = kCampaignOracleSample;  // as sdpacheck fuzz
+  CampaignStats stats(boundary_classes);  // counted for the report as sdpacheck fuzz counts
+  o.summarize = stats.summarizer();
+  o.on_summary = stats.summary_collector(f.name());
   const double cpu0 = own_cpu_seconds();
   TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
   const double command_cpu = own_cpu_seconds() - cpu0;

@@ -273,7 +273,8 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   for (size_t k = runs.size(); k < factories.size() && !interrupted; ++k) {
     const std::string& name = factories[k]->name();
     auto target = w.registry.make(name, options_for(*factories[k], a.options));
-    opt.on_case = stats.collector(name);
+    opt.summarize = stats.summarizer();  // in the workers: the command reads summaries, not cases
+    opt.on_summary = stats.summary_collector(name);
     const nlohmann::json* current = checkpoint.is_null() ? nullptr : &checkpoint.at("current");
     opt.resume = current && current->is_object() && current->value("target", "") == name ? *current : nullptr;
     TargetRun r = run_target_campaign(*target, *w.reference, gen, opt);

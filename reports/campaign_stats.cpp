@@ -70,7 +70,21 @@ std::vector<std::string> data_kinds(const Case& c) {
 
 CampaignStats::CampaignStats(CaseClassifier classify) : classify_(std::move(classify)) {}
 
+nlohmann::json case_summary(const Case& c, const CaseClassifier& classify) {
+  const ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
+  return {{"classes", classify ? classify(c) : std::vector<std::string>{}},
+          {"lengths", {length_bucket(s.Lq), length_bucket(s.Lkv)}},
+          {"head_layout", head_layout(c)},
+          {"mask_kinds", mask_kinds(c)},
+          {"dtype", dtype_name(c.dtype)},
+          {"data", data_kinds(c)}};
+}
+
 void CampaignStats::add(const std::string& target, const Case& c, const CaseResult& r) {
+  add_summary(target, summary(c), r);
+}
+
+void CampaignStats::add_summary(const std::string& target, const nlohmann::json& summary, const CaseResult& r) {
   TargetStats& t = targets_[target];
   ++t.cases;
   ++t.verdicts[verdict_name(r.verdict)];
@@ -83,17 +97,17 @@ void CampaignStats::add(const std::string& target, const Case& c, const CaseResu
     lsb.resize(kLsbBuckets);
     ++lsb[lsb_bucket(a.error_lsb)];
   }
-  const std::vector<std::string> classes = classify_ ? classify_(c) : std::vector<std::string>{};
-  for (const auto& cls : classes) {
-    ++t.coverage.classes[cls];
-    for (const auto& d : r.decisions) ++t.guard[cls][d.deciding_rule];
+  for (const auto& cls : summary.at("classes")) {
+    const std::string& name = cls.get_ref<const std::string&>();
+    ++t.coverage.classes[name];
+    for (const auto& d : r.decisions) ++t.guard[name][d.deciding_rule];
   }
-  ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
-  ++t.coverage.lengths[{length_bucket(s.Lq), length_bucket(s.Lkv)}];
-  ++t.coverage.head_layouts[head_layout(c)];
-  for (const auto& kind : mask_kinds(c)) ++t.coverage.mask_kinds[kind];
-  ++t.coverage.dtypes[dtype_name(c.dtype)];
-  for (const auto& kind : data_kinds(c)) ++t.coverage.data[kind];
+  const auto& lengths = summary.at("lengths");
+  ++t.coverage.lengths[{lengths.at(0).get<int>(), lengths.at(1).get<int>()}];
+  ++t.coverage.head_layouts[summary.at("head_layout").get<std::string>()];
+  for (const auto& kind : summary.at("mask_kinds")) ++t.coverage.mask_kinds[kind.get<std::string>()];
+  ++t.coverage.dtypes[summary.at("dtype").get<std::string>()];
+  for (const auto& kind : summary.at("data")) ++t.coverage.data[kind.get<std::string>()];
 }
 
 namespace {
@@ -192,6 +206,15 @@ nlohmann::json CampaignStats::to_json() const {
 
 std::function<void(const Case&, const CaseResult&)> CampaignStats::collector(const std::string& target) {
   return [this, target](const Case& c, const CaseResult& r) { add(target, c, r); };
+}
+
+std::function<nlohmann::json(const Case&)> CampaignStats::summarizer() const {
+  return [classify = classify_](const Case& c) { return case_summary(c, classify); };
+}
+
+std::function<void(const nlohmann::json&, const CaseResult&)> CampaignStats::summary_collector(
+    const std::string& target) {
+  return [this, target](const nlohmann::json& s, const CaseResult& r) { add_summary(target, s, r); };
 }
 
 }  // namespace sdpa

@@ -1,6 +1,7 @@
 #pragma once
 /// What a campaign covered and how close kernels came to their bounds,
-/// collected per case through CampaignOptions::on_case (the HTML report).
+/// collected per case through CampaignOptions::on_case, or summarize and
+/// on_summary (the HTML report).
 #include <functional>
 #include <map>
 #include <string>
@@ -45,6 +46,12 @@ std::vector<std::string> mask_kinds(const Case& c);
 /// The data classes of Coverage::data a case falls in.
 std::vector<std::string> data_kinds(const Case& c);
 
+/// What CampaignStats counts of a case, as JSON: its classes, length
+/// buckets, head layout, mask kinds, dtype and data kinds. Made where the
+/// case is drawn (a worker, with --jobs), so the command need not read the
+/// case back to count it.
+nlohmann::json case_summary(const Case& c, const CaseClassifier& classify);
+
 struct Coverage {
   /// (Lq bucket, Lkv bucket) at the first runtime size -> cases.
   std::map<std::pair<int, int>, int64_t> lengths;
@@ -86,10 +93,18 @@ class CampaignStats {
  public:
   explicit CampaignStats(CaseClassifier classify);
 
-  /// Counts one case of `target`.
+  /// Counts one case of `target`: add_summary of its summary.
   void add(const std::string& target, const Case& c, const CaseResult& r);
   /// A CampaignOptions::on_case hook that adds the cases of `target`.
   std::function<void(const Case&, const CaseResult&)> collector(const std::string& target);
+
+  /// case_summary with this object's classifier.
+  nlohmann::json summary(const Case& c) const { return case_summary(c, classify_); }
+  /// Counts one case of `target` from its case_summary.
+  void add_summary(const std::string& target, const nlohmann::json& summary, const CaseResult& r);
+  /// CampaignOptions::summarize and on_summary hooks that add the cases of `target`.
+  std::function<nlohmann::json(const Case&)> summarizer() const;
+  std::function<void(const nlohmann::json&, const CaseResult&)> summary_collector(const std::string& target);
 
   /// Per target, in name order.
   const std::map<std::string, TargetStats>& targets() const { return targets_; }

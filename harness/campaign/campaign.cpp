@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "harness/campaign/campaign_state.h"
 #include "harness/case/case_json.h"
@@ -57,17 +58,24 @@ class TargetCampaign {
   TargetCampaign(const Target& t, const ReferenceModel& r, const CaseGeneratorFactory& g,
                  const CampaignOptions& o)
       : target_(t), ref_(r), gen_(g(t.case_space())), opt_(o) {
+    if (static_cast<bool>(o.summarize) != static_cast<bool>(o.on_summary))
+      throw std::invalid_argument("CampaignOptions: summarize and on_summary go together");
     run_.target = t.name();
     run_.options = t.options();
     if (o.isolate)
       isolated_ = std::make_unique<IsolatedCases>(
           [this](const std::string&, const Options&) -> const Target& { return target_; }, r, o.limits,
           std::max(o.jobs, 1), [this](uint64_t seed, int size, const CheckOptions& options) {
-            // In the worker: this campaign as it was forked.
+            // In the worker: this campaign as it was forked. The case goes
+            // back only to an on_case hook; counting needs its summary.
             Generated g = draw(seed, size);
-            CaseResult result = check_here(g.c, options);
-            result.timing.generate += g.gen_seconds;
-            return std::make_pair(std::move(g.c), std::move(result));
+            IsolatedCases::Drawn d;
+            d.result = check_here(g.c, options);
+            d.result.timing.generate += g.gen_seconds;
+            d.variant = g.c.variant;
+            if (opt_.summarize) d.summary = opt_.summarize(g.c);
+            if (opt_.on_case) d.c = std::move(g.c);
+            return d;
           });
   }
 
@@ -187,7 +195,9 @@ class TargetCampaign {
   // it is to be shrunk), and its result once checked.
   struct Generated {
     std::optional<rc::Shrinkable<Case>> shrinkable;
-    Case c;
+    Case c;  // default when a worker sent only its variant and summary
+    std::string variant;
+    nlohmann::json summary;  // null: summarize, if set, is called on c
     double gen_seconds = 0;
     CaseResult result;
     bool died = false;  // the case ended its worker
@@ -203,6 +213,7 @@ class TargetCampaign {
     Generated g;
     g.shrinkable = gen_(random, size);
     g.c = g.shrinkable->value();
+    g.variant = g.c.variant;
     g.gen_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return g;
   }
@@ -230,8 +241,13 @@ class TargetCampaign {
     IsolatedCases::Ran& ran = *node.mapped();
     // A case that ended its worker came back without itself: drawn here again.
     Generated g;
-    if (ran.drawn) g.c = std::move(*ran.drawn);
-    else g = generate(i);
+    if (ran.died) {
+      g = generate(i);
+    } else {
+      if (ran.drawn) g.c = std::move(*ran.drawn);
+      g.variant = std::move(ran.variant);
+      g.summary = std::move(ran.summary);
+    }
     g.result = std::move(ran.result);
     g.died = ran.died;
     if (g.died) died(g.c, g.result);
@@ -268,8 +284,9 @@ class TargetCampaign {
     ++run_.cases;
     ++run_.verdicts[verdict_name(r.verdict)];
     if (opt_.on_case) opt_.on_case(c, r);
-    if (!c.variant.empty() || !r.counters.empty()) {
-      VariantRun& v = run_.variants[c.variant.empty() ? "(none)" : c.variant];
+    if (opt_.on_summary) opt_.on_summary(g.summary.is_null() ? opt_.summarize(c) : g.summary, r);
+    if (!g.variant.empty() || !r.counters.empty()) {
+      VariantRun& v = run_.variants[g.variant.empty() ? "(none)" : g.variant];
       ++v.cases;
       ++v.verdicts[verdict_name(r.verdict)];
       for (const auto& [name, n] : r.counters) v.counters[name] += n;

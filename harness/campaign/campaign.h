@@ -57,6 +57,12 @@ struct CampaignOptions {
   std::function<bool()> stop_requested;
   /// Called with every generated case and its result (not shrink steps).
   std::function<void(const Case&, const CaseResult&)> on_case;
+  /// Called with a summary of every generated case and its result: the
+  /// summary is `summarize` of the case, made where the case was drawn (in
+  /// a worker, when isolated). Without on_case, a command with workers then
+  /// reads back each case's summary and variant instead of the case.
+  std::function<nlohmann::json(const Case&)> summarize;
+  std::function<void(const nlohmann::json& summary, const CaseResult&)> on_summary;
 };
 
 struct WrittenFinding {

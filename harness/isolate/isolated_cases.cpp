@@ -11,9 +11,12 @@ Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const Refer
   return [target_for = std::move(target_for), &reference, draw = std::move(draw)](const nlohmann::json& request) {
     if (auto d = request.find("draw"); d != request.end()) {
       if (!draw) throw std::logic_error("isolated cases: a draw request without a DrawAndCheck");
-      auto [c, r] = draw(d->at("seed").get<uint64_t>(), d->at("size").get<int>(),
-                         check_options_from_json(request.at("check")));
-      return nlohmann::json{{"drawn", {{"case", case_to_json(c)}, {"result", result_to_json(r)}}}};
+      IsolatedCases::Drawn drawn =
+          draw(d->at("seed").get<uint64_t>(), d->at("size").get<int>(), check_options_from_json(request.at("check")));
+      nlohmann::json reply = {{"variant", drawn.variant}, {"result", result_to_json(drawn.result)}};
+      if (drawn.c) reply["case"] = case_to_json(*drawn.c);
+      if (!drawn.summary.is_null()) reply["summary"] = std::move(drawn.summary);
+      return nlohmann::json{{"drawn", std::move(reply)}};
     }
     const Target& target =
         target_for(request.at("target").get<std::string>(), request.at("options").get<Options>());
@@ -67,8 +70,10 @@ IsolatedCases::Ran IsolatedCases::next() {
   Ran ran;
   ran.tag = reply.tag;
   if (auto* j = std::get_if<nlohmann::json>(&reply.reply); j && j->contains("drawn")) {
-    const nlohmann::json& drawn = j->at("drawn");
-    ran.drawn = case_from_json(drawn.at("case"));
+    nlohmann::json& drawn = j->at("drawn");
+    if (drawn.contains("case")) ran.drawn = case_from_json(drawn.at("case"));
+    ran.variant = drawn.at("variant").get<std::string>();
+    if (drawn.contains("summary")) ran.summary = std::move(drawn.at("summary"));
     ran.result = result_from_json(drawn.at("result"));
     return ran;
   }

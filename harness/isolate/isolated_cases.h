@@ -23,9 +23,17 @@ class IsolatedCases {
  public:
   /// Resolves, in the worker, the target a case runs on.
   using TargetLookup = std::function<const Target&(const std::string& name, const Options& options)>;
+  /// A case a worker drew and checked: the case itself, or only its
+  /// variant and a summary of it (what the command asked for), and its result.
+  struct Drawn {
+    std::optional<Case> c;
+    std::string variant;
+    nlohmann::json summary;  // null: none
+    CaseResult result;
+  };
   /// Draws the case of a seed and a size and checks it, in the worker
   /// (the campaign's generator and target, there by the fork).
-  using DrawAndCheck = std::function<std::pair<Case, CaseResult>(uint64_t seed, int size, const CheckOptions& options)>;
+  using DrawAndCheck = std::function<Drawn(uint64_t seed, int size, const CheckOptions& options)>;
   IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits, int jobs = 1,
                 DrawAndCheck draw = nullptr);
 
@@ -49,7 +57,9 @@ class IsolatedCases {
     int64_t tag = 0;
     CaseResult result;
     bool died = false;  // the case ended its worker
-    std::optional<Case> drawn;  // submit_draw's case, as the worker drew it (none when it died)
+    std::optional<Case> drawn;  // submit_draw's case, as the worker drew it (none when it died or was not sent)
+    std::string variant;        // the drawn case's variant, and its summary (null: none)
+    nlohmann::json summary;
   };
   Ran next();
   int jobs() const { return pool_.jobs(); }

@@ -301,5 +301,37 @@ TEST(CampaignJobs, WorkersDrawTheCasesThisProcessDraws) {
   EXPECT_EQ(cases_seen(true, 1), here);
 }
 
+// With summarize and on_summary and no on_case, a worker sends back each
+// case's summary and variant instead of the case: the command counts what
+// it would count from the cases themselves.
+TEST(CampaignJobs, WorkersSummarizeTheCasesTheyDraw) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  auto summaries = [&](bool isolate, int jobs, TargetRun* run) {
+    CampaignOptions o = campaign_options(5, 60, 0, isolate, jobs);
+    std::vector<std::string> seen;
+    o.summarize = [](const Case& c) { return nlohmann::json{{"case", case_to_json(c).dump()}}; };
+    o.on_summary = [&](const nlohmann::json& s, const CaseResult& r) {
+      seen.push_back(s.at("case").get<std::string>() + " " + verdict_name(r.verdict));
+    };
+    *run = run_target_campaign(*target, *fixture().reference, generators(), o);
+    return seen;
+  };
+  TargetRun here_run, two_run;
+  const std::vector<std::string> here = summaries(false, 1, &here_run);
+  ASSERT_EQ(here.size(), 60u);
+  EXPECT_EQ(summaries(true, 2, &two_run), here);
+  EXPECT_EQ(two_run.verdicts, here_run.verdicts);
+  EXPECT_EQ(two_run.guard_rules, here_run.guard_rules);
+  ASSERT_EQ(two_run.variants.size(), here_run.variants.size());
+  for (const auto& [name, v] : here_run.variants) {
+    EXPECT_EQ(two_run.variants.at(name).cases, v.cases) << name;
+    EXPECT_EQ(two_run.variants.at(name).verdicts, v.verdicts) << name;
+  }
+  // One hook without the other is a programming error, not silently no counts.
+  CampaignOptions half = campaign_options(5, 1, 0, false, 1);
+  half.summarize = [](const Case&) { return nlohmann::json{}; };
+  EXPECT_THROW(run_target_campaign(*target, *fixture().reference, generators(), half), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace sdpa::toy_flash
