@@ -197,7 +197,7 @@ class TargetCampaign {
     std::optional<rc::Shrinkable<Case>> shrinkable;
     Case c;  // default when a worker sent only its variant and summary
     std::string variant;
-    nlohmann::json summary;  // null: summarize, if set, is called on c
+    std::optional<nlohmann::json> summary;  // none: summarize, if set, is called on c
     double gen_seconds = 0;
     CaseResult result;
     bool died = false;  // the case ended its worker
@@ -284,7 +284,7 @@ class TargetCampaign {
     ++run_.cases;
     ++run_.verdicts[verdict_name(r.verdict)];
     if (opt_.on_case) opt_.on_case(c, r);
-    if (opt_.on_summary) opt_.on_summary(g.summary.is_null() ? opt_.summarize(c) : g.summary, r);
+    if (opt_.on_summary) opt_.on_summary(g.summary ? *g.summary : opt_.summarize(c), r);
     if (!g.variant.empty() || !r.counters.empty()) {
       VariantRun& v = run_.variants[g.variant.empty() ? "(none)" : g.variant];
       ++v.cases;

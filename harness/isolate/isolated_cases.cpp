@@ -15,7 +15,7 @@ Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const Refer
           draw(d->at("seed").get<uint64_t>(), d->at("size").get<int>(), check_options_from_json(request.at("check")));
       nlohmann::json reply = {{"variant", drawn.variant}, {"result", result_to_json(drawn.result)}};
       if (drawn.c) reply["case"] = case_to_json(*drawn.c);
-      if (!drawn.summary.is_null()) reply["summary"] = std::move(drawn.summary);
+      if (drawn.summary) reply["summary"] = std::move(*drawn.summary);
       return nlohmann::json{{"drawn", std::move(reply)}};
     }
     const Target& target =

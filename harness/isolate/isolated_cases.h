@@ -28,7 +28,7 @@ class IsolatedCases {
   struct Drawn {
     std::optional<Case> c;
     std::string variant;
-    nlohmann::json summary;  // null: none
+    std::optional<nlohmann::json> summary;
     CaseResult result;
   };
   /// Draws the case of a seed and a size and checks it, in the worker
@@ -58,8 +58,8 @@ class IsolatedCases {
     CaseResult result;
     bool died = false;  // the case ended its worker
     std::optional<Case> drawn;  // submit_draw's case, as the worker drew it (none when it died or was not sent)
-    std::string variant;        // the drawn case's variant, and its summary (null: none)
-    nlohmann::json summary;
+    std::string variant;        // the drawn case's variant, and its summary if one was made
+    std::optional<nlohmann::json> summary;
   };
   Ran next();
   int jobs() const { return pool_.jobs(); }

@@ -327,6 +327,15 @@ TEST(CampaignJobs, WorkersSummarizeTheCasesTheyDraw) {
     EXPECT_EQ(two_run.variants.at(name).cases, v.cases) << name;
     EXPECT_EQ(two_run.variants.at(name).verdicts, v.verdicts) << name;
   }
+  // A null summary is a summary too: the command passes it on, it does not make its own from no case.
+  CampaignOptions nulls = campaign_options(5, 10, 0, true, 2);
+  int null_summaries = 0;
+  nulls.summarize = [](const Case& c) {  // "no case" had the command summarized a case it was not sent
+    return case_to_json(c) == case_to_json(Case{}) ? nlohmann::json("no case") : nlohmann::json();
+  };
+  nulls.on_summary = [&](const nlohmann::json& s, const CaseResult&) { null_summaries += s.is_null(); };
+  run_target_campaign(*target, *fixture().reference, generators(), nulls);
+  EXPECT_EQ(null_summaries, 10);
   // One hook without the other is a programming error, not silently no counts.
   CampaignOptions half = campaign_options(5, 1, 0, false, 1);
   half.summarize = [](const Case&) { return nlohmann::json{}; };
