@@ -4,8 +4,9 @@
 /// case runs in a new worker. Cases run one at a time (run), or a
 /// campaign's run side by side in a WorkerPool (submit_draw and next): the
 /// command then sends a seed and a size, not a case, the worker draws the
-/// case, and the command reads it back with its result, so drawing is not
-/// the command's serial work.
+/// case, and the command reads back its result with the case or only the
+/// case's variant and summary (Drawn), so drawing, and with a summary
+/// decoding and classifying cases, is not the command's serial work.
 #include <chrono>
 #include <functional>
 #include <memory>
