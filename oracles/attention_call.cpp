@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "harness/ir/compensated_sum.h"
+#include "harness/ir/exp_no_underflow.h"
 
 namespace sdpa {
 namespace {
@@ -189,12 +190,10 @@ bool softmax_row(const double* scores, const double* low, int64_t n, double* p, 
   if (all_masked) return false;
   CompensatedSum total;
   for (int64_t j = 0; j < n; ++j) {
-    // Below -746 e^x rounds to 0 in double: answered without libm's
-    // underflow path, which sets errno for each such weight. NaN - max is
-    // NaN, and reaches exp. scores[j] - max is exact for the keys that weigh
-    // (Sterbenz), and the low parts are added after it.
+    // NaN - max is NaN, and reaches exp. scores[j] - max is exact for the
+    // keys that weigh (Sterbenz), and the low parts are added after it.
     const double x = low ? (scores[j] - max) + low[j] : scores[j] - max;
-    p[j] = x < -746.0 ? 0.0 : std::exp(x);
+    p[j] = exp_no_underflow(x);
     total.add(p[j]);
   }
   const double sum = total.value();

@@ -2,11 +2,11 @@
 #include "backends/common/libtorch_kernels.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
 #include <cstdlib>
-#include <stdexcept>
 
 #include "harness/case/tensor_data.h"
 
@@ -38,23 +38,6 @@ at::ScalarType to_at(DType t) {
   return at::kDouble;
 }
 
-// Calls f with a value of the C++ type of `type`, for the types to_at
-// names; false for another.
-template <typename F>
-bool with_element_type(at::ScalarType type, F&& f) {
-  switch (type) {
-    case at::kDouble: f(double{}); return true;
-    case at::kFloat: f(float{}); return true;
-    case at::kHalf: f(at::Half{}); return true;
-    case at::kBFloat16: f(at::BFloat16{}); return true;
-    case at::kChar: f(int8_t{}); return true;
-    case at::kInt: f(int32_t{}); return true;
-    case at::kLong: f(int64_t{}); return true;
-    case at::kBool: f(bool{}); return true;
-    default: return false;
-  }
-}
-
 // An f64 input is read in place: no kernel here writes its inputs (every
 // op is out of place), and the result is copied out before the input dies.
 // Another dtype is converted element by element with static_cast, the cast
@@ -63,28 +46,23 @@ bool with_element_type(at::ScalarType type, F&& f) {
 at::Tensor to_aten(const Tensor& t) {
   if (t.dtype == DType::f64) return at::from_blob(const_cast<double*>(t.data.data()), t.shape, at::kDouble);
   at::Tensor a = at::empty(t.shape, at::TensorOptions().dtype(to_at(t.dtype)));
-  const bool done = with_element_type(a.scalar_type(), [&](auto zero) {
-    using E = decltype(zero);
-    E* out = a.data_ptr<E>();
-    for (size_t i = 0; i < t.data.size(); ++i) out[i] = static_cast<E>(t.data[i]);
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, a.scalar_type(), "to_aten", [&] {
+    scalar_t* out = a.data_ptr<scalar_t>();
+    for (size_t i = 0; i < t.data.size(); ++i) out[i] = static_cast<scalar_t>(t.data[i]);
   });
-  if (!done) throw std::logic_error("to_aten: to_at gave a type with_element_type does not name");
   return a;
 }
 
 // The result converted into the harness tensor: every element of these
-// types is exact in double. A view (transpose, expand) is laid out first;
-// a type to_at does not name goes through ATen's copy.
+// types is exact in double. A view (transpose, expand) is laid out first.
 Tensor from_aten(const at::Tensor& a, DType t) {
   Tensor out(t, a.sizes().vec());
   if (out.data.empty()) return out;
   const at::Tensor c = a.contiguous();
-  const bool done = with_element_type(c.scalar_type(), [&](auto zero) {
-    using E = decltype(zero);
-    const E* in = c.data_ptr<E>();
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, c.scalar_type(), "from_aten", [&] {
+    const scalar_t* in = c.data_ptr<scalar_t>();
     for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = static_cast<double>(in[i]);
   });
-  if (!done) at::from_blob(out.data.data(), a.sizes(), at::kDouble).copy_(a);
   return out;
 }
 

@@ -17,6 +17,8 @@
 #include <cmath>
 #include <limits>
 
+#include "harness/ir/exp_no_underflow.h"
+
 namespace sdpa::llm {
 namespace {
 
@@ -55,12 +57,8 @@ struct Arith {
   double round_pv(double x) const {
     return exact ? x : round_to(pv_acc, static_cast<float>(x));
   }
-  // Exact: double's exp, as the other exact kernels and the oracles take it
-  // (below -746 it rounds to 0, returned without libm's underflow path).
-  double exp(double x) const {
-    if (!exact) return std::exp(static_cast<float>(x));
-    return x < -746.0 ? 0.0 : std::exp(x);
-  }
+  // Exact: double's exp, as the other exact kernels and the oracles take it.
+  double exp(double x) const { return exact ? exp_no_underflow(x) : std::exp(static_cast<float>(x)); }
 };
 
 struct Shapes {

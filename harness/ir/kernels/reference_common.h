@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/ir/compensated_sum.h"
+#include "harness/ir/exp_no_underflow.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
 namespace sdpa::ref {
@@ -48,10 +49,10 @@ struct Num {
 
   // Exact numerics take exp in double, as the Eigen oracle does: its 1-ulp
   // error is far inside the 1e-9 soundness tolerance.
-  // Below -746 (double) and -104 (float) exp rounds to 0: returned without
-  // libm's underflow path, which sets errno for each such weight.
+  // Below -104 (float) exp rounds to 0: returned without libm's underflow
+  // path, which sets errno for each such weight (exp_no_underflow in double).
   double exp(DType t, double x) const {
-    if (exact() || accumulation_type(t) == DType::f64) return x < -746.0 ? 0.0 : std::exp(x);
+    if (exact() || accumulation_type(t) == DType::f64) return exp_no_underflow(x);
     const float f = static_cast<float>(x);
     return f < -104.0f ? 0.0f : std::exp(f);
   }
