@@ -217,16 +217,40 @@ AttentionArgs cudnn_args(const KernelArgs& a) {
 // One output row, out[e] = sum_j p[j] v[j, e] over n keys: compensated
 // sums in exact numerics (the same bits as Num::sum), Num::sum and Num::mul
 // otherwise.
+// Non-exact numerics: out[j] = sum_t x[t] y[t, j] for every j < cols, as
+// Num::sum and Num::mul give each one for dtype t (t's accumulation type,
+// terms in index order; not stored to t), the outputs side by side so that
+// the loop over j vectorizes.
+class RoundedRow {
+ public:
+  void sums(DType t, const double* x, const double* y, int64_t kk, int64_t cols, double* out) {
+    if (accumulation_type(t) == DType::f64) {
+      f64_.resize(static_cast<size_t>(cols));
+      matmul_row(x, y, kk, cols, f64_, [](double a, double b) { return a * b; });
+      std::copy(f64_.begin(), f64_.end(), out);
+      return;
+    }
+    f32_.resize(static_cast<size_t>(cols));
+    matmul_row(x, y, kk, cols, f32_,
+               [](double a, double b) { return static_cast<float>(a) * static_cast<float>(b); });
+    for (int64_t j = 0; j < cols; ++j) out[j] = f32_[j];
+  }
+
+ private:
+  std::vector<float> f32_;
+  std::vector<double> f64_;
+};
+
 void weighted_values(Num n, DType t, DType out_dtype, const double* p, const double* v, int64_t keys, int64_t Ev,
-                     CompensatedRow& acc, double* out) {
+                     CompensatedRow& acc, RoundedRow& rounded, double* out) {
   if (n.exact()) {
     acc.reset(Ev);
     for (int64_t j = 0; j < keys; ++j) acc.add_scaled(p[j], v + j * Ev);
     acc.values(out);
     return;
   }
-  for (int64_t e = 0; e < Ev; ++e)
-    out[e] = n.store(out_dtype, n.sum(t, keys, [&](int64_t j) { return n.mul(t, p[j], v[j * Ev + e]); }));
+  rounded.sums(t, p, v, keys, Ev, out);
+  for (int64_t e = 0; e < Ev; ++e) out[e] = n.store(out_dtype, out[e]);
 }
 
 std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, Tensor* logsumexp = nullptr) {
@@ -264,11 +288,13 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   Shape out_shape(q.shape.begin(), q.shape.end() - 1);
   out_shape.push_back(s.Ev);
   Tensor out(a.out_dtype(), out_shape);
-  std::vector<double> qs(s.E), ks(n.exact() ? 0 : s.Lkv * s.E), score(s.Lkv), p(s.Lkv);
-  // Exact numerics: the block's keys transposed, [E, Lkv], and compensated
-  // sums of a row of outputs, each summed over its terms in index order.
-  std::vector<double> keys_t(n.exact() ? s.E * s.Lkv : 0);
+  std::vector<double> qs(s.E), score(s.Lkv), p(s.Lkv);
+  // The block's keys transposed, [E, Lkv] (times sqrt(scale) in the op-math
+  // type, but in exact numerics), and the sums of a row of outputs, each
+  // summed over its terms in index order.
+  std::vector<double> keys_t(s.E * s.Lkv);
   CompensatedRow acc;
+  RoundedRow rounded;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       int64_t hk = kv_head(a, s, h, gqa);
@@ -276,27 +302,24 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
       const double* kb = k.data.data() + (b * s.Hkv + hk) * s.Lkv * s.E;
       const double* vb = v.data.data() + (b * s.Hkv + hk) * s.Lkv * s.Ev;
       // k * sqrt(scale) in the op-math type, once per block rather than per query row.
-      for (size_t f = 0; f < ks.size(); ++f) ks[f] = n.op(t, kb[f] * sf);
-      if (n.exact())
-        for (int64_t j = 0; j < s.Lkv; ++j)
-          for (int64_t e = 0; e < s.E; ++e) keys_t[e * s.Lkv + j] = kb[j * s.E + e];
+      for (int64_t j = 0; j < s.Lkv; ++j)
+        for (int64_t e = 0; e < s.E; ++e)
+          keys_t[e * s.Lkv + j] = n.exact() ? kb[j * s.E + e] : n.op(t, kb[j * s.E + e] * sf);
       for (int64_t i = 0; i < s.Lq; ++i) {
         const double* qr = q.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.E;
-        for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
-        if (n.exact()) {  // every key's q . k into score
+        // Every key's q . k into score.
+        if (n.exact()) {
           acc.reset(s.Lkv);
           for (int64_t e = 0; e < s.E; ++e) acc.add_scaled(qr[e], keys_t.data() + e * s.Lkv);
           acc.values(score.data());
+        } else {
+          for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
+          rounded.sums(t, qs.data(), keys_t.data(), s.E, s.Lkv, score.data());
         }
         bool all_masked = true;
         double mx = kNegInf;
         for (int64_t j = 0; j < s.Lkv; ++j) {
-          double x;
-          if (n.exact()) {
-            x = score[j] * scale;
-          } else {
-            x = n.store(t, n.sum(t, s.E, [&](int64_t e) { return n.mul(t, qs[e], ks[j * s.E + e]); }));
-          }
+          double x = n.exact() ? score[j] * scale : n.store(t, score[j]);
           // Dropped keys get an additive -inf (aten's convert_boolean_attn_mask):
           // a NaN or +inf score stays NaN.
           if (causal && j > i + (call.bottom_right ? s.Lkv - s.Lq : 0)) x += kNegInf;
@@ -314,7 +337,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
         if (all_masked) {  // _safe_softmax: weights 0, still multiplied into V (0 * inf = NaN)
           if (logsumexp) logsumexp->data[row] = kNegInf;
           std::fill(p.begin(), p.end(), 0.0);
-          weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, orow);
+          weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, rounded, orow);
           continue;
         }
         // Each weight's exp once: the sum and the normalized weight read it.
@@ -328,7 +351,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
             p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : p[j] * 0.0;
           }
         }
-        weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, orow);
+        weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, rounded, orow);
       }
     }
   return one(std::move(out));
