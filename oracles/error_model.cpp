@@ -261,7 +261,12 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
         }
       }
     }
-  eb.inputs = worst_row >= 0 ? describe(m, worst_inputs, worst_bound, worst_row, rows) : describe_numerics(m);
+  if (worst_row >= 0)
+    eb.describe = [m, worst_inputs, worst_bound, worst_row, rows] {
+      return describe(m, worst_inputs, worst_bound, worst_row, rows);
+    };
+  else
+    eb.describe = [m] { return describe_numerics(m); };
   return eb;
 }
 

@@ -231,11 +231,14 @@ class MhaComposite {
       eb.row_bound.push_back(row_bound);
       eb.row_typical.push_back(std::min(row_typ, row_bound));
     }
-    eb.inputs = {{"sdpa", sdpa.inputs},
-                 {"projections", out_p.int8 ? "int8 (arm_fully_connected_s8)" : "fp32 (portable)"},
-                 {"delta_q", delta["q"].first}, {"delta_k", delta["k"].first}, {"delta_v", delta["v"].first},
-                 {"largest_row_bound", worst}, {"carried_through_w_o", worst_carried},
-                 {"out_projection_rounding", worst_rounding}};
+    eb.describe = [sdpa = sdpa.describe, int8 = out_p.int8, dq = delta["q"].first, dk = delta["k"].first,
+                   dv = delta["v"].first, worst, worst_carried, worst_rounding] {
+      return nlohmann::json{{"sdpa", sdpa ? sdpa() : nlohmann::json()},
+                            {"projections", int8 ? "int8 (arm_fully_connected_s8)" : "fp32 (portable)"},
+                            {"delta_q", dq}, {"delta_k", dk}, {"delta_v", dv},
+                            {"largest_row_bound", worst}, {"carried_through_w_o", worst_carried},
+                            {"out_projection_rounding", worst_rounding}};
+    };
     return eb;
   }
 

@@ -307,7 +307,7 @@ class Explainer {
       const KernelNumerics n = ks.numerics(c_, g);
       if (n.kind == KernelNumerics::Kind::none) continue;
       o_ << "kernel set " << ks.kernels->name() << ":\n"
-         << bound_at(r, n, g).inputs.dump(2) << "\n";
+         << bound_at(r, n, g).inputs().dump(2) << "\n";
       return;
     }
     o_ << "(no kernel set with a numerics model claims " << dtype_name(c_.dtype) << ")\n";

@@ -92,7 +92,7 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   f.detail = "output" + shape_str(f.index) + " = " + std::to_string(out.data[cmp.worst]) +
              ", golden " + std::to_string(gold.out.data[cmp.worst]) +
              largest_score(gold, cmp.worst / std::max<int64_t>(1, out.shape.back()));
-  if (baseline) f.bound_inputs = bound.inputs;
+  if (baseline) f.bound_inputs = bound.inputs();
   if (g && baseline) f.first_node = first_divergence(*g, r, kernel_set);
   result_.findings.push_back(f);
   return false;

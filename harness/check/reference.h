@@ -2,6 +2,7 @@
 /// What the original call means (the golden output) and how far a kernel
 /// may stray from it (the error model). The harness asks through this
 /// interface; oracles/ implements it with an Eigen and a LibTorch oracle.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,7 +50,10 @@ struct ErrorBound {
   /// The error a correct kernel typically shows (sqrt(d), sqrt(n) growth
   /// instead of d, n), per row; never above row_bound.
   std::vector<double> row_typical;
-  nlohmann::json inputs;
+  /// Every input of the largest row bound, as JSON: built when asked for (a
+  /// finding or explain prints it), not with each bound.
+  std::function<nlohmann::json()> describe;
+  nlohmann::json inputs() const { return describe ? describe() : nlohmann::json(); }
   double max_bound() const;
 };
 

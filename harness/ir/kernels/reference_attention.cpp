@@ -316,8 +316,6 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
           rounded.sums(t, qs.data(), keys_t.data(), s.E, s.Lkv, score.data());
         }
-        bool all_masked = true;
-        double mx = kNegInf;
         for (int64_t j = 0; j < s.Lkv; ++j) {
           double x = n.exact() ? score[j] * scale : n.store(t, score[j]);
           // Dropped keys get an additive -inf (aten's convert_boolean_attn_mask):
@@ -329,8 +327,13 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
             else x = n.op(t, x + m);
           }
           score[j] = x;
-          all_masked = all_masked && x == kNegInf;
-          if (mx < x) mx = x;  // fmax: a NaN is passed over
+        }
+        // Apart from the loop above, so that the running max stays in a register.
+        bool all_masked = true;
+        double mx = kNegInf;
+        for (int64_t j = 0; j < s.Lkv; ++j) {
+          all_masked = all_masked && score[j] == kNegInf;
+          if (mx < score[j]) mx = score[j];  // fmax: a NaN is passed over
         }
         double* orow = out.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.Ev;
         const int64_t row = (b * s.Hq + h) * s.Lq + i;

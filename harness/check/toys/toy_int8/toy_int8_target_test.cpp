@@ -84,8 +84,8 @@ TEST(ToyInt8, QuantizedBoundIsFiniteAndGrowsWithTheSteps) {
     EXPECT_LT(fine.row_bound[r], coarse.row_bound[r]);
   }
   EXPECT_LT(fine.max_bound(), t.v.max_abs());  // tighter than "any weighted average of v"
-  EXPECT_EQ(fine.inputs["numerics"], "quantized");
-  EXPECT_DOUBLE_EQ(fine.inputs["s_v"].get<double>(), t.v.max_abs() / 127);
+  EXPECT_EQ(fine.inputs()["numerics"], "quantized");
+  EXPECT_DOUBLE_EQ(fine.inputs()["s_v"].get<double>(), t.v.max_abs() / 127);
 }
 
 TEST(ToyInt8, RightKernelPassesAndTheBoundHasPower) {
