@@ -253,6 +253,16 @@ void weighted_values(Num n, DType t, DType out_dtype, const double* p, const dou
   for (int64_t e = 0; e < Ev; ++e) out[e] = n.store(out_dtype, out[e]);
 }
 
+// p[j] = exp(score[j] - mx) / total over one row's keys, each exp once (the
+// sum and the normalized weight read it); returns the total. Not inlined
+// into sdpa(): there, the running sum was kept on the stack.
+[[gnu::noinline]] double softmax_weights(Num n, DType t, const double* score, double mx, int64_t keys, double* p) {
+  for (int64_t j = 0; j < keys; ++j) p[j] = n.exp(t, score[j] - mx);
+  const double total = n.sum(t, keys, [&](int64_t j) { return p[j]; });
+  for (int64_t j = 0; j < keys; ++j) p[j] = n.op(t, p[j] / total);
+  return total;
+}
+
 std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, Tensor* logsumexp = nullptr) {
   const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
   const Tensor* mask = call.mask;
@@ -343,16 +353,11 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, rounded, orow);
           continue;
         }
-        // Each weight's exp once: the sum and the normalized weight read it.
-        for (int64_t j = 0; j < s.Lkv; ++j) p[j] = n.exp(t, score[j] - mx);
-        double total = n.sum(t, s.Lkv, [&](int64_t j) { return p[j]; });
+        const double total = softmax_weights(n, t, score.data(), mx, s.Lkv, p.data());
         if (logsumexp) logsumexp->data[row] = n.store(logsumexp->dtype, mx + std::log(total));
-        for (int64_t j = 0; j < s.Lkv; ++j) {
-          p[j] = n.op(t, p[j] / total);
-          if (dropout_p > 0) {
-            uint64_t flat = static_cast<uint64_t>(((b * s.Hq + h) * s.Lq + i) * s.Lkv + j);
-            p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : p[j] * 0.0;
-          }
+        for (int64_t j = 0; dropout_p > 0 && j < s.Lkv; ++j) {
+          uint64_t flat = static_cast<uint64_t>(((b * s.Hq + h) * s.Lq + i) * s.Lkv + j);
+          p[j] = dropout_keep(drop, flat, dropout_p) ? n.op(t, p[j] * keep_factor) : p[j] * 0.0;
         }
         weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, rounded, orow);
       }
