@@ -108,6 +108,30 @@ TEST(ReferenceKernels, SdpaFullyMaskedRowIsZero) {
 }
 
 
+// Rounded numerics sum each score over E, and each output over the keys,
+// in index order in the accumulation type. In f32, key 0's score is
+// (2^24 + 1) - 2^24 = 0 (2^24 + 1 rounds to 2^24), so the four weights are
+// 1/4 each, and the output (2^24 + 1) - 2^24 + 0 is 0 too; any other order,
+// or a double accumulator, gives another score or output.
+TEST(ReferenceKernels, SdpaSumsEachScoreAndOutputInOrderInItsAccumulator) {
+  const double big = 16777216.0;  // 2^24
+  Tensor q = tensor(DType::f32, {1, 1, 3}, {1, 1, 1});
+  Tensor k = tensor(DType::f32, {1, 4, 3}, {big, 1, -big, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  Tensor v = tensor(DType::f32, {1, 4, 1}, {4 * big, 4, -4 * big, 0});
+  for (Numerics mode : {Numerics::emulated, Numerics::naive}) {
+    Tensor out = run(make_reference_kernels("r", mode), "aten.scaled_dot_product_attention.default", {q, k, v},
+                     {None{}, 0.0, false}, DType::f32, {1, 1, 1}, {{"scale", 1.0}});
+    EXPECT_EQ(out.data[0], 0.0) << static_cast<int>(mode);
+  }
+  // In f64 key 0's score is 1: its weight e / (e + 3).
+  Tensor q64 = q, k64 = k, v64 = v;
+  q64.dtype = k64.dtype = v64.dtype = DType::f64;
+  Tensor out = run(make_reference_kernels("r", Numerics::naive), "aten.scaled_dot_product_attention.default",
+                   {q64, k64, v64}, {None{}, 0.0, false}, DType::f64, {1, 1, 1}, {{"scale", 1.0}});
+  const double e = std::exp(1.0);
+  EXPECT_NEAR(out.data[0], (e * 4 * big + 4 - 4 * big) / (e + 3), 1e-6);
+}
+
 // Element [i0, i1, ...] of a row-major tensor of `shape`.
 double at(const Tensor& t, const std::vector<int64_t>& idx) {
   int64_t off = 0;
