@@ -214,9 +214,6 @@ AttentionArgs cudnn_args(const KernelArgs& a) {
   return r;
 }
 
-// One output row, out[e] = sum_j p[j] v[j, e] over n keys: compensated
-// sums in exact numerics (the same bits as Num::sum), Num::sum and Num::mul
-// otherwise.
 // Non-exact numerics: out[j] = sum_t x[t] y[t, j] for every j < cols, as
 // Num::sum and Num::mul give each one for dtype t (t's accumulation type,
 // terms in index order; not stored to t), the outputs side by side so that
@@ -241,6 +238,9 @@ class RoundedRow {
   std::vector<double> f64_;
 };
 
+// One output row, out[e] = sum_j p[j] v[j, e] over n keys: compensated
+// sums in exact numerics (the same bits as Num::sum), Num::sum and Num::mul
+// otherwise.
 void weighted_values(Num n, DType t, DType out_dtype, const double* p, const double* v, int64_t keys, int64_t Ev,
                      CompensatedRow& acc, RoundedRow& rounded, double* out) {
   if (n.exact()) {
@@ -299,8 +299,8 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   out_shape.push_back(s.Ev);
   Tensor out(a.out_dtype(), out_shape);
   std::vector<double> qs(s.E), score(s.Lkv), p(s.Lkv);
-  // The block's keys transposed, [E, Lkv] (times sqrt(scale) in the op-math
-  // type, but in exact numerics), and the sums of a row of outputs, each
+  // The block's keys transposed, [E, Lkv] (in rounded numerics times
+  // sqrt(scale) in the op-math type), and the sums of a row of outputs, each
   // summed over its terms in index order.
   std::vector<double> keys_t(s.E * s.Lkv);
   CompensatedRow acc;
