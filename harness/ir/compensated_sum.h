@@ -106,4 +106,26 @@ class CompensatedRow {
   std::vector<double> sum_, err_;
 };
 
+/// out[j] = sum_t a[t] y[t * cols + j] for every j < cols, each a
+/// CompensatedSum from 0 over its kk terms in index order: the bits of
+/// `row`'s reset, add_scaled per t and values. A few outputs are summed one
+/// at a time in registers (side by side, each step of a short row would
+/// wait for the previous step's store and reload); more side by side in
+/// `row`, whose loops over j vectorize.
+inline void compensated_products(const double* a, const double* y, int64_t kk, int64_t cols, CompensatedRow& row,
+                                 double* out) {
+  constexpr int64_t kSideBySide = 8;
+  if (cols < kSideBySide) {
+    for (int64_t j = 0; j < cols; ++j) {
+      double sum = 0.0, err = 0.0;
+      for (int64_t t = 0; t < kk; ++t) two_sum_into(sum, err, a[t] * y[t * cols + j]);
+      out[j] = compensated_value(sum, err);
+    }
+    return;
+  }
+  row.reset(cols);
+  for (int64_t t = 0; t < kk; ++t) row.add_scaled(a[t], y + t * cols);
+  row.values(out);
+}
+
 }  // namespace sdpa

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -127,6 +128,34 @@ TEST(CompensatedSum, ARowGivesEachOutputTheBitsOfItsOwnSum) {
       EXPECT_LE(std::fabs(static_cast<long double>(hi[j]) + lo[j] -
                           (static_cast<long double>(s1.sum) + s1.err)),
                 std::ldexp(std::fabs(hi[j]), -100));
+    }
+  }
+}
+
+// compensated_products sums few outputs one at a time and more side by
+// side: either way each output is its own CompensatedSum from 0, bit for
+// bit, with zeros, infinities and NaN among the terms.
+TEST(CompensatedSum, ProductsGiveEachOutputTheBitsOfItsOwnSum) {
+  std::mt19937_64 g(11);
+  std::normal_distribution<double> normal;
+  const double specials[] = {0.0, -0.0, std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(), std::nan("")};
+  auto bits = [](double x) {
+    uint64_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return std::isnan(x) ? uint64_t{1} : b;  // every NaN alike
+  };
+  CompensatedRow row;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t n = 1 + trial % 19, terms = trial % 13;
+    std::vector<double> a(terms), y(terms * n), out(n);
+    for (double& x : a) x = normal(g) * std::ldexp(1.0, trial % 40);
+    for (double& x : y) x = trial % 3 == 0 && g() % 8 == 0 ? specials[g() % 5] : normal(g);
+    compensated_products(a.data(), y.data(), terms, n, row, out.data());
+    for (int64_t j = 0; j < n; ++j) {
+      CompensatedSum s;
+      for (int64_t t = 0; t < terms; ++t) s.add(a[t] * y[t * n + j]);
+      ASSERT_EQ(bits(out[j]), bits(s.value())) << "n " << n << " terms " << terms << " output " << j;
     }
   }
 }

@@ -29,13 +29,9 @@ void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std:
 // The m x cols block x @ y of one batch index, as Num::sum and Num::mul compute each element.
 void matmul_block(Num n, DType acc_of, DType out, const double* x, const double* y, int64_t m, int64_t kk,
                   int64_t cols, double* r) {
-  if (n.exact()) {  // compensated sums, keys outer as matmul_row
+  if (n.exact()) {  // compensated sums, each over its terms in index order
     CompensatedRow acc;
-    for (int64_t i = 0; i < m; ++i) {
-      acc.reset(cols);
-      for (int64_t t = 0; t < kk; ++t) acc.add_scaled(x[i * kk + t], y + t * cols);
-      acc.values(r + i * cols);
-    }
+    for (int64_t i = 0; i < m; ++i) compensated_products(x + i * kk, y, kk, cols, acc, r + i * cols);
     return;
   }
   auto rows = [&](auto zero, auto mul) {
@@ -244,9 +240,7 @@ class RoundedRow {
 void weighted_values(Num n, DType t, DType out_dtype, const double* p, const double* v, int64_t keys, int64_t Ev,
                      CompensatedRow& acc, RoundedRow& rounded, double* out) {
   if (n.exact()) {
-    acc.reset(Ev);
-    for (int64_t j = 0; j < keys; ++j) acc.add_scaled(p[j], v + j * Ev);
-    acc.values(out);
+    compensated_products(p, v, keys, Ev, acc, out);
     return;
   }
   rounded.sums(t, p, v, keys, Ev, out);
@@ -319,9 +313,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
         const double* qr = q.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.E;
         // Every key's q . k into score.
         if (n.exact()) {
-          acc.reset(s.Lkv);
-          for (int64_t e = 0; e < s.E; ++e) acc.add_scaled(qr[e], keys_t.data() + e * s.Lkv);
-          acc.values(score.data());
+          compensated_products(qr, keys_t.data(), s.E, s.Lkv, acc, score.data());
         } else {
           for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
           rounded.sums(t, qs.data(), keys_t.data(), s.E, s.Lkv, score.data());
