@@ -142,9 +142,7 @@ void AttentionCall::scores_into(int64_t b, int64_t h, MatrixD& s, MatrixD* low) 
       std::fill(row, row + s_.Lkv, 0.0);
       std::fill(dot_low.begin(), dot_low.end(), 0.0);
     } else {
-      dots.start(s_.Lkv, q[0], keys_t.data());
-      for (int64_t e = 1; e < E; ++e) dots.add_scaled(q[e], keys_t.data() + e * s_.Lkv);
-      dots.values(row, dot_low.data());
+      compensated_products_from_first(q, keys_t.data(), E, s_.Lkv, dots, row, dot_low.data());
     }
     double* low_row = low ? low->data() + i * s_.Lkv : nullptr;
     for (int64_t j = 0; j < s_.Lkv; ++j) {

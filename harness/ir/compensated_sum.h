@@ -26,6 +26,15 @@ inline double compensated_value(double sum, double err) {
   return std::isfinite(sum) && err != 0.0 ? sum + err : sum;
 }
 
+/// The same total as a double-double: hi as compensated_value gives it, and
+/// what its rounding lost in lo (0 for a non-finite total).
+inline void compensated_value(double sum, double err, double& hi, double& lo) {
+  hi = sum;
+  lo = 0.0;
+  if (std::isfinite(hi) && err != 0.0) two_sum_into(hi, lo, err);
+  if (!std::isfinite(hi)) lo = 0.0;
+}
+
 /// a * b rounded, and its rounding error into err, so that a * b = product
 /// + err exactly (Dekker's TwoProduct with Veltkamp's split: no FMA
 /// needed). err is 0 where the split could overflow (|a| or |b| at or above
@@ -94,12 +103,7 @@ class CompensatedRow {
   /// The n totals as double-doubles: out[j] as values() gives it, and what
   /// rounding it lost into low[j] (0 for a non-finite total).
   void values(double* out, double* low) const {
-    for (size_t j = 0; j < sum_.size(); ++j) {
-      double hi = sum_[j], lo = 0.0;
-      if (std::isfinite(hi) && err_[j] != 0.0) two_sum_into(hi, lo, err_[j]);
-      out[j] = hi;
-      low[j] = std::isfinite(hi) ? lo : 0.0;
-    }
+    for (size_t j = 0; j < sum_.size(); ++j) compensated_value(sum_[j], err_[j], out[j], low[j]);
   }
 
  private:
@@ -112,10 +116,11 @@ class CompensatedRow {
 /// at a time in registers (side by side, each step of a short row would
 /// wait for the previous step's store and reload); more side by side in
 /// `row`, whose loops over j vectorize.
+constexpr int64_t kSideBySideOutputs = 8;
+
 inline void compensated_products(const double* a, const double* y, int64_t kk, int64_t cols, CompensatedRow& row,
                                  double* out) {
-  constexpr int64_t kSideBySide = 8;
-  if (cols < kSideBySide) {
+  if (cols < kSideBySideOutputs) {
     for (int64_t j = 0; j < cols; ++j) {
       double sum = 0.0, err = 0.0;
       for (int64_t t = 0; t < kk; ++t) two_sum_into(sum, err, a[t] * y[t * cols + j]);
@@ -126,6 +131,24 @@ inline void compensated_products(const double* a, const double* y, int64_t kk, i
   row.reset(cols);
   for (int64_t t = 0; t < kk; ++t) row.add_scaled(a[t], y + t * cols);
   row.values(out);
+}
+
+/// The same, each sum from its first term a[0] y[j] (kk >= 1), each total
+/// also as a double-double (out[j], low[j]): the bits of `row`'s start,
+/// add_scaled per later t and values(out, low).
+inline void compensated_products_from_first(const double* a, const double* y, int64_t kk, int64_t cols,
+                                            CompensatedRow& row, double* out, double* low) {
+  if (cols < kSideBySideOutputs) {
+    for (int64_t j = 0; j < cols; ++j) {
+      double sum = a[0] * y[j], err = 0.0;
+      for (int64_t t = 1; t < kk; ++t) two_sum_into(sum, err, a[t] * y[t * cols + j]);
+      compensated_value(sum, err, out[j], low[j]);
+    }
+    return;
+  }
+  row.start(cols, a[0], y);
+  for (int64_t t = 1; t < kk; ++t) row.add_scaled(a[t], y + t * cols);
+  row.values(out, low);
 }
 
 }  // namespace sdpa
