@@ -110,14 +110,16 @@ class CompensatedRow {
   std::vector<double> sum_, err_;
 };
 
+/// From this many outputs on, a row of sums runs side by side (its loops
+/// over the outputs vectorize); below, one output at a time in registers.
+constexpr int64_t kSideBySideOutputs = 8;
+
 /// out[j] = sum_t a[t] y[t * cols + j] for every j < cols, each a
 /// CompensatedSum from 0 over its kk terms in index order: the bits of
 /// `row`'s reset, add_scaled per t and values. A few outputs are summed one
 /// at a time in registers (side by side, each step of a short row would
 /// wait for the previous step's store and reload); more side by side in
 /// `row`, whose loops over j vectorize.
-constexpr int64_t kSideBySideOutputs = 8;
-
 inline void compensated_products(const double* a, const double* y, int64_t kk, int64_t cols, CompensatedRow& row,
                                  double* out) {
   if (cols < kSideBySideOutputs) {

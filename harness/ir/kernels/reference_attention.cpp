@@ -14,10 +14,21 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // One row of x @ y: acc[j] = sum_t x[t] * y[t, j] in the accumulator type,
-// each element summed over t in index order as Num::sum does, with y's rows
-// read contiguously (keys outer, columns inner).
+// each element summed over t in index order as Num::sum does. A few columns
+// are summed one at a time in a register; more with y's rows read
+// contiguously (keys outer, columns inner), where the loop over columns
+// vectorizes (for a short row, each step would wait for the previous
+// step's store and reload).
 template <typename Acc, typename Mul>
 void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std::vector<Acc>& acc, Mul mul) {
+  if (cols < kSideBySideOutputs) {
+    for (int64_t j = 0; j < cols; ++j) {
+      Acc total = 0;
+      for (int64_t t = 0; t < kk; ++t) total += static_cast<Acc>(mul(x[t], y[t * cols + j]));
+      acc[j] = total;
+    }
+    return;
+  }
   std::fill(acc.begin(), acc.end(), Acc(0));
   for (int64_t t = 0; t < kk; ++t) {
     const double xt = x[t];

@@ -195,34 +195,37 @@ TEST(ReferenceKernels, SdpaReadsABroadcastMaskAsItsExpansion) {
 // Each element of a matmul is summed over k in index order in the set's
 // accumulator (long double exact, f32 for emulated f32/bf16, f64 for f64),
 // whatever order the kernel walks the operands in: bit for bit.
+// Few columns are summed one at a time, more side by side: both in order.
 TEST(ReferenceKernels, MatmulSumsEachElementInOrderInItsAccumulator) {
-  const int64_t m = 3, kk = 7, cols = 5;
-  Tensor x(DType::f32, {2, m, kk}), y(DType::f32, {1, kk, cols});
-  for (int64_t i = 0; i < x.numel(); ++i) x.data[i] = round_to(DType::f32, std::sin(1.7 * i) * std::pow(10.0, i % 5));
-  for (int64_t i = 0; i < y.numel(); ++i) y.data[i] = round_to(DType::f32, std::cos(0.3 * i) * std::pow(10.0, -(i % 4)));
-  KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
-  Tensor exact = run(exact_kernels(), "aten.matmul.default", {x, y}, {}, DType::f32, {2, m, cols});
-  Tensor f32 = run(emulated, "aten.matmul.default", {x, y}, {}, DType::f32, {2, m, cols});
-  Tensor x64 = x, y64 = y;
-  x64.dtype = y64.dtype = DType::f64;
-  Tensor f64 = run(emulated, "aten.matmul.default", {x64, y64}, {}, DType::f64, {2, m, cols});
-  for (int64_t b = 0; b < 2; ++b)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < cols; ++j) {
-        long double le = 0;
-        float lf = 0;
-        double ld = 0;
-        for (int64_t t = 0; t < kk; ++t) {
-          const double a = x.data[(b * m + i) * kk + t], c = y.data[t * cols + j];
-          le += static_cast<long double>(a * c);
-          lf += static_cast<float>(a) * static_cast<float>(c);
-          ld += a * c;
+  for (const int64_t cols : {5, 11}) {
+    const int64_t m = 3, kk = 7;
+    Tensor x(DType::f32, {2, m, kk}), y(DType::f32, {1, kk, cols});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data[i] = round_to(DType::f32, std::sin(1.7 * i) * std::pow(10.0, i % 5));
+    for (int64_t i = 0; i < y.numel(); ++i) y.data[i] = round_to(DType::f32, std::cos(0.3 * i) * std::pow(10.0, -(i % 4)));
+    KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+    Tensor exact = run(exact_kernels(), "aten.matmul.default", {x, y}, {}, DType::f32, {2, m, cols});
+    Tensor f32 = run(emulated, "aten.matmul.default", {x, y}, {}, DType::f32, {2, m, cols});
+    Tensor x64 = x, y64 = y;
+    x64.dtype = y64.dtype = DType::f64;
+    Tensor f64 = run(emulated, "aten.matmul.default", {x64, y64}, {}, DType::f64, {2, m, cols});
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          long double le = 0;
+          float lf = 0;
+          double ld = 0;
+          for (int64_t t = 0; t < kk; ++t) {
+            const double a = x.data[(b * m + i) * kk + t], c = y.data[t * cols + j];
+            le += static_cast<long double>(a * c);
+            lf += static_cast<float>(a) * static_cast<float>(c);
+            ld += a * c;
+          }
+          const int64_t o = (b * m + i) * cols + j;
+          EXPECT_EQ(exact.data[o], static_cast<double>(le)) << o;
+          EXPECT_EQ(f32.data[o], round_to(DType::f32, lf)) << o;
+          EXPECT_EQ(f64.data[o], ld) << o;
         }
-        const int64_t o = (b * m + i) * cols + j;
-        EXPECT_EQ(exact.data[o], static_cast<double>(le)) << o;
-        EXPECT_EQ(f32.data[o], round_to(DType::f32, lf)) << o;
-        EXPECT_EQ(f64.data[o], ld) << o;
-      }
+  }
 }
 
 
