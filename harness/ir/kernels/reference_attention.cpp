@@ -223,8 +223,8 @@ AttentionArgs cudnn_args(const KernelArgs& a) {
 
 // Non-exact numerics: out[j] = sum_t x[t] y[t, j] for every j < cols, as
 // Num::sum and Num::mul give each one for dtype t (t's accumulation type,
-// terms in index order; not stored to t), the outputs side by side so that
-// the loop over j vectorizes.
+// terms in index order; not stored to t), a row at a time as matmul_row
+// sums one.
 class RoundedRow {
  public:
   void sums(DType t, const double* x, const double* y, int64_t kk, int64_t cols, double* out) {
