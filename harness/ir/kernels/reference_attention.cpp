@@ -37,6 +37,30 @@ void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std:
   }
 }
 
+// Non-exact numerics: out[j] = sum_t x[t] y[t, j] for every j < cols, as
+// Num::sum and Num::mul give each one for dtype t (t's accumulation type,
+// terms in index order; not stored to t), a row at a time as matmul_row
+// sums one.
+class RoundedRow {
+ public:
+  void sums(DType t, const double* x, const double* y, int64_t kk, int64_t cols, double* out) {
+    if (accumulation_type(t) == DType::f64) {
+      f64_.resize(static_cast<size_t>(cols));
+      matmul_row(x, y, kk, cols, f64_, [](double a, double b) { return a * b; });
+      std::copy(f64_.begin(), f64_.end(), out);
+      return;
+    }
+    f32_.resize(static_cast<size_t>(cols));
+    matmul_row(x, y, kk, cols, f32_,
+               [](double a, double b) { return static_cast<float>(a) * static_cast<float>(b); });
+    for (int64_t j = 0; j < cols; ++j) out[j] = f32_[j];
+  }
+
+ private:
+  std::vector<float> f32_;
+  std::vector<double> f64_;
+};
+
 // The m x cols block x @ y of one batch index, as Num::sum and Num::mul compute each element.
 void matmul_block(Num n, DType acc_of, DType out, const double* x, const double* y, int64_t m, int64_t kk,
                   int64_t cols, double* r) {
@@ -45,17 +69,12 @@ void matmul_block(Num n, DType acc_of, DType out, const double* x, const double*
     for (int64_t i = 0; i < m; ++i) compensated_products(x + i * kk, y, kk, cols, acc, r + i * cols);
     return;
   }
-  auto rows = [&](auto zero, auto mul) {
-    using Acc = decltype(zero);
-    std::vector<Acc> acc(cols);
-    for (int64_t i = 0; i < m; ++i) {
-      matmul_row(x + i * kk, y, kk, cols, acc, mul);
-      for (int64_t j = 0; j < cols; ++j) r[i * cols + j] = n.store(out, static_cast<double>(acc[j]));
-    }
-  };
-  auto product = [](double a, double b) { return a * b; };
-  if (accumulation_type(acc_of) == DType::f64) rows(0.0, product);
-  else rows(0.0f, [](double a, double b) { return static_cast<float>(a) * static_cast<float>(b); });
+  RoundedRow rounded;
+  for (int64_t i = 0; i < m; ++i) {
+    double* row = r + i * cols;
+    rounded.sums(acc_of, x + i * kk, y, kk, cols, row);
+    for (int64_t j = 0; j < cols; ++j) row[j] = n.store(out, row[j]);
+  }
 }
 
 Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DType out) {
@@ -220,30 +239,6 @@ AttentionArgs cudnn_args(const KernelArgs& a) {
   r.gqa = true;
   return r;
 }
-
-// Non-exact numerics: out[j] = sum_t x[t] y[t, j] for every j < cols, as
-// Num::sum and Num::mul give each one for dtype t (t's accumulation type,
-// terms in index order; not stored to t), a row at a time as matmul_row
-// sums one.
-class RoundedRow {
- public:
-  void sums(DType t, const double* x, const double* y, int64_t kk, int64_t cols, double* out) {
-    if (accumulation_type(t) == DType::f64) {
-      f64_.resize(static_cast<size_t>(cols));
-      matmul_row(x, y, kk, cols, f64_, [](double a, double b) { return a * b; });
-      std::copy(f64_.begin(), f64_.end(), out);
-      return;
-    }
-    f32_.resize(static_cast<size_t>(cols));
-    matmul_row(x, y, kk, cols, f32_,
-               [](double a, double b) { return static_cast<float>(a) * static_cast<float>(b); });
-    for (int64_t j = 0; j < cols; ++j) out[j] = f32_[j];
-  }
-
- private:
-  std::vector<float> f32_;
-  std::vector<double> f64_;
-};
 
 // One output row, out[e] = sum_j p[j] v[j, e] over n keys: compensated
 // sums in exact numerics (the same bits as Num::sum), Num::sum and Num::mul
