@@ -74,7 +74,12 @@ class CaseChecker {
   // The entry graph run exactly at every run: the reference the rewritten
   // graph must refine. Where the entry means an SDPA call, it must match
   // the oracles; a difference is the entry form's model, never a pass.
+  // Outside the cross-check sample (and with finite data, no fully masked
+  // row) the golden stands in for that run; check_entry_late runs it when
+  // the case has a finding.
   bool check_entry(const Graph& g0);
+  void check_entry_late(const Graph& g0);
+  std::optional<Finding> run_entry(const Graph& g0, size_t r, Golden& ref);
   static std::string option_or(const Options& o, const std::string& key, const std::string& fallback);
 
   // Where two outputs differ, in words.
@@ -234,6 +239,7 @@ class CaseChecker {
   std::optional<Composite> composite_;  // the module around the SDPA call, when the entry form is one
   std::vector<Golden> sdpa_goldens_;  // the oracles' output of the SDPA call
   std::vector<Golden> entry_refs_;  // the entry graph's exact output at each run
+  bool entry_run_ = true;           // entry_refs_ are g0's exact run (else the golden)
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision
   double value_scale_ = 0.0;

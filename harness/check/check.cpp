@@ -25,7 +25,7 @@ CaseResult CaseChecker::run() {
     return finish_with(harness_bug("entry graph does not verify: " + problems[0]));
   if (!check_entry(g0)) return finish();
   std::optional<Graph> g1 = apply_passes(g0, {}, &result_.decisions);
-  if (!g1) return finish();
+  if (!g1) return check_entry_late(g0), finish();
   result_.counters = target_.counters(c_, g0, *g1);
   if (opt_.keep_graphs) {
     result_.graph_before = print_graph(g0);
@@ -51,6 +51,7 @@ CaseResult CaseChecker::run() {
   // A lone accepted node's own soundness follows refines(), as every forced
   // or held rewrite's does: a broken invariant makes it unsound too.
   if (opt_.completeness && opt_.passes) completeness(g0, *g1, sound && broken.empty());
+  check_entry_late(g0);
   return finish();
 }
 

@@ -28,6 +28,9 @@ struct CheckOptions {
   /// with a finding, a non-finite input or golden value, or a fully masked
   /// row. The verdicts of every other case read the first oracle alone
   /// either way, so no finding depends on it (README, Throughput).
+  /// The same cases run the entry graph exactly up front; every other case
+  /// refines the golden instead and runs its entry graph once it has a
+  /// finding (README, Throughput).
   int64_t oracle_sample = 1;
   /// The completeness proof's exact runs at one proof size and data draw
   /// share node results (node_memo.h): a node of a forced rewrite that

@@ -504,7 +504,8 @@ TEST(Checks, AWrongValueIsAnUnsoundRewrite) {
 // with a wrong output map, the entry graph differs from the golden.
 class ScaledToyTarget : public Target {
  public:
-  explicit ScaledToyTarget(std::optional<double> composite_factor) : factor_(composite_factor), pass_(nullptr, Raise::no) {}
+  explicit ScaledToyTarget(std::optional<double> composite_factor, Rewrite extra = nullptr)
+      : factor_(composite_factor), pass_(std::move(extra), Raise::no) {}
   std::string name() const override { return "toy-module"; }
   const Options& options() const override { return options_; }
   CaseSpace case_space() const override { return {}; }
@@ -551,6 +552,58 @@ TEST(Composite, TheModuleGoldenComesFromTheCompositesOutputMap) {
   EXPECT_EQ(run_case(ScaledToyTarget(2.0), ref, toy_case()).verdict, Verdict::pass);
   EXPECT_EQ(run_case(ScaledToyTarget(std::nullopt), ref, toy_case()).verdict, Verdict::entry_disagree);
   EXPECT_EQ(run_case(ScaledToyTarget(3.0), ref, toy_case()).verdict, Verdict::entry_disagree);
+}
+
+// The entry graph's exact run is checked against the oracles on the
+// cross-check sample; elsewhere the golden stands in for it. An entry model
+// that is wrong (x2 where the module means x3) behind a rewrite that lands
+// on the golden (x1.5 more) is found on the sampled cases only, and on
+// every case without sampling.
+TEST(EntrySample, TheEntryGraphIsCheckedOnASampleOfPassingCases) {
+  auto times_1_5 = [](Graph& g, ValueRef x) { return g.call("aten.mul.Scalar", {x, 1.5}, {}, {g.info(x)}); };
+  ScaledToyTarget t(3.0, times_1_5);
+  ToyReference ref(false);
+  int found = 0;
+  for (uint64_t seed = 0; seed < 320; ++seed) {
+    Case c = toy_case();
+    c.data.seed = seed;
+    EXPECT_EQ(run_case(t, ref, c).verdict, Verdict::entry_disagree);
+    const Verdict v = run_case(t, ref, c, sampled(16)).verdict;
+    if (v == Verdict::entry_disagree) ++found;
+    else EXPECT_EQ(v, Verdict::pass);
+  }
+  EXPECT_GT(found, 5);  // about 20 of 320
+  EXPECT_LT(found, 50);
+  // Non-finite data is checked on every case, as by the second oracle.
+  Case nan_case = toy_case();
+  nan_case.data.special = SpecialData{SpecialValue::nan, "v", SpecialPlace::elements, 1};
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    nan_case.data.seed = seed;
+    EXPECT_EQ(run_case(t, ref, nan_case, sampled(1000000)).verdict, Verdict::entry_disagree);
+  }
+}
+
+// A case with a finding has its entry graph run whatever the sample, and
+// its result is the one the full check gives: the entry's disagreement
+// alone where the entry model is wrong, the finding where it is right.
+TEST(EntrySample, AFailingCaseRunsItsEntryGraphWhateverTheSample) {
+  auto times_1_25 = [](Graph& g, ValueRef x) { return g.call("aten.mul.Scalar", {x, 1.25}, {}, {g.info(x)}); };
+  for (double factor : {2.0, 3.0}) {
+    ScaledToyTarget t(factor, times_1_25);
+    ToyReference ref(false);
+    for (uint64_t seed = 0; seed < 40; ++seed) {
+      Case c = toy_case();
+      c.data.seed = seed;
+      CaseResult every = run_case(t, ref, c), few = run_case(t, ref, c, sampled(1000000));
+      EXPECT_EQ(few.verdict, factor == 2.0 ? Verdict::unsound_rewrite : Verdict::entry_disagree);
+      ASSERT_EQ(few.findings.size(), every.findings.size());
+      for (size_t i = 0; i < few.findings.size(); ++i) {
+        EXPECT_EQ(few.findings[i].signature(), every.findings[i].signature());
+        EXPECT_EQ(few.findings[i].detail, every.findings[i].detail);
+      }
+      EXPECT_EQ(few.decisions.size(), every.decisions.size());
+    }
+  }
 }
 
 TEST(Composite, AnOutputRowIsFullyMaskedWhenEveryRowItReadsIs) {
