@@ -1,24 +1,38 @@
 #!/bin/bash
 # Per-core and two-core throughput of aten and llm, and in the same run the
 # Python Hypothesis + PyTorch loop (bench/python_loop.py) doing the same job,
-# with the ratios. Usage: bench/compare.sh [BUILD_DIR] [CASES]
+# with the ratios. ROUNDS rounds, each running every configuration once in
+# turn, so that a busy minute of a noisy machine falls on all of them; the
+# summary takes each configuration's median over the rounds.
+# Usage: bench/compare.sh [BUILD_DIR] [CASES] [ROUNDS]
 set -euo pipefail
 BUILD=${1:-build}
 CASES=${2:-3000}
+ROUNDS=${3:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
 T="$BUILD/bench/throughput"
 rate() { awk '{for (i = 1; i < NF; ++i) if ($(i + 1) == "cases/s") print $i}'; }
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
-py=$(/usr/bin/python3 "$HERE/python_loop.py" "$CASES")
-echo "$py"
-py_rate=$(echo "$py" | rate)
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+declare -A rates
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, $ROUNDS round(s)"
+for round in $(seq "$ROUNDS"); do
+  py=$(/usr/bin/python3 "$HERE/python_loop.py" "$CASES")
+  echo "$py"
+  rates[py]+="$(echo "$py" | rate) "
+  for target in aten llm; do
+    for mode in in-process jobs=1 jobs=2; do
+      line=$("$T" "$CASES" "$mode" "$target")
+      echo "$line"
+      rates[$target.$mode]+="$(echo "$line" | rate) "
+    done
+  done
+done
+med() { echo "${rates[$1]}" | tr ' ' '\n' | grep . | median; }
+py_rate=$(med py)
 for target in aten llm; do
-  one=$("$T" "$CASES" in-process "$target")
-  iso=$("$T" "$CASES" jobs=1 "$target")
-  two=$("$T" "$CASES" jobs=2 "$target")
-  printf '%s\n%s\n%s\n' "$one" "$iso" "$two"
-  r1=$(echo "$one" | rate); ri=$(echo "$iso" | rate); r2=$(echo "$two" | rate)
-  awk -v t="$target" -v r1="$r1" -v ri="$ri" -v r2="$r2" -v py="$py_rate" 'BEGIN {
-    printf "%s: in-process / python %.1fx; jobs=2 / jobs=1 %.2fx; jobs=2 / python %.1fx\n", t, r1 / py, r2 / ri, r2 / py }'
+  r1=$(med "$target.in-process"); ri=$(med "$target.jobs=1"); r2=$(med "$target.jobs=2")
+  awk -v t="$target" -v r1="$r1" -v ri="$ri" -v r2="$r2" -v py="$py_rate" -v n="$ROUNDS" 'BEGIN {
+    printf "%s (median of %d): in-process %.0f, jobs=1 %.0f, jobs=2 %.0f, python %.0f cases/s; ", t, n, r1, ri, r2, py
+    printf "in-process / python %.1fx; jobs=2 / jobs=1 %.2fx; jobs=2 / python %.1fx\n", r1 / py, r2 / ri, r2 / py }'
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

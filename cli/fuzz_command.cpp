@@ -326,8 +326,9 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
   cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--oracle-sample", args->oracle_sample,
-                  "the LibTorch oracle cross-checks, and the entry graph runs exactly on, one case in N and "
-                  "every case with a finding, non-finite data or golden, or a fully masked row (1: every case)")
+                  "one case in N, and every case with a finding, non-finite data or golden, or a fully masked "
+                  "row, is cross-checked by the LibTorch oracle and judged against the entry graph's exact run; "
+                  "the others against the golden (1: every case)")
       ->check(CLI::PositiveNumber);
   add_isolation_options(cmd, args->isolation);
   cmd->add_option("--jobs", args->jobs,

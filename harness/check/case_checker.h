@@ -53,6 +53,7 @@ class CaseChecker {
   Finding unsupported(const std::string& why) const;
   Finding harness_bug(const std::string& why) const;
   CaseResult finish_with(Finding f);
+  void restart_with(Finding f);
   CaseResult finish();
 
   // A variant or causal alignment the target's entry form does not take is
@@ -74,12 +75,18 @@ class CaseChecker {
   // The entry graph run exactly at every run: the reference the rewritten
   // graph must refine. Where the entry means an SDPA call, it must match
   // the oracles; a difference is the entry form's model, never a pass.
-  // Outside the cross-check sample (and with finite data, no fully masked
-  // row) the golden stands in for that run; check_entry_late runs it when
-  // the case has a finding.
+  // Outside the cross-check sample (finite data and goldens, no fully
+  // masked row) the golden stands in for that run; check_entry_late runs
+  // it once the case has a finding.
   bool check_entry(const Graph& g0);
-  void check_entry_late(const Graph& g0);
+  bool entry_runs_up_front() const;
+  enum class Late { done, check_again };
+  Late check_entry_late(const Graph& g0);
+  CaseResult check_again_in_full();
+  CaseResult finish_after_entry(const Graph& g0);
   std::optional<Finding> run_entry(const Graph& g0, size_t r, Golden& ref);
+  void note_margin(const Comparison& cmp);
+  static double largest_difference(const Tensor& a, const Tensor& b);
   static std::string option_or(const Options& o, const std::string& key, const std::string& fallback);
 
   // Where two outputs differ, in words.
@@ -238,8 +245,10 @@ class CaseChecker {
   std::vector<Golden> goldens_;       // what the entry graph's output must match (the module's, for a composite)
   std::optional<Composite> composite_;  // the module around the SDPA call, when the entry form is one
   std::vector<Golden> sdpa_goldens_;  // the oracles' output of the SDPA call
-  std::vector<Golden> entry_refs_;  // the entry graph's exact output at each run
+  std::vector<Golden> entry_refs_;  // the entry graph's exact output at each run, or the golden
   bool entry_run_ = true;           // entry_refs_ are g0's exact run (else the golden)
+  // The least |difference - bound| over the comparisons made against the golden in its place.
+  double closest_to_bound_ = INFINITY;
   CaseResult result_;
   std::vector<int> decision_pass_;  // the pass that made each decision
   double value_scale_ = 0.0;

@@ -25,7 +25,7 @@ CaseResult CaseChecker::run() {
     return finish_with(harness_bug("entry graph does not verify: " + problems[0]));
   if (!check_entry(g0)) return finish();
   std::optional<Graph> g1 = apply_passes(g0, {}, &result_.decisions);
-  if (!g1) return check_entry_late(g0), finish();
+  if (!g1) return finish_after_entry(g0);
   result_.counters = target_.counters(c_, g0, *g1);
   if (opt_.keep_graphs) {
     result_.graph_before = print_graph(g0);
@@ -51,7 +51,11 @@ CaseResult CaseChecker::run() {
   // A lone accepted node's own soundness follows refines(), as every forced
   // or held rewrite's does: a broken invariant makes it unsound too.
   if (opt_.completeness && opt_.passes) completeness(g0, *g1, sound && broken.empty());
-  check_entry_late(g0);
+  return finish_after_entry(g0);
+}
+
+CaseResult CaseChecker::finish_after_entry(const Graph& g0) {
+  if (check_entry_late(g0) == Late::check_again) return check_again_in_full();
   return finish();
 }
 
@@ -74,6 +78,15 @@ Finding CaseChecker::harness_bug(const std::string& why) const {
 CaseResult CaseChecker::finish_with(Finding f) {
   result_.findings.push_back(std::move(f));
   return finish();
+}
+
+// The result of a stage that ends the case before the others ran: `f`
+// alone, with the time spent so far.
+void CaseChecker::restart_with(Finding f) {
+  CaseResult first;
+  first.timing = result_.timing;
+  result_ = std::move(first);
+  result_.findings.push_back(std::move(f));
 }
 
 CaseResult CaseChecker::finish() {
@@ -178,13 +191,10 @@ void CaseChecker::cross_check_late() {
     if (!g.cross_checked) ref_.cross_check(meaning_, tensors_[r], runs_[r], g);
     if (g.disagreement.empty()) continue;
     // As prepare() ends on a disagreement: that finding alone.
-    CaseResult first;
-    first.timing = result_.timing;
-    result_ = std::move(first);
     Finding f = finding(Verdict::oracle_disagree, Check::oracle, g.disagreement);
     f.run = static_cast<int>(r);
     f.sizes = runs_[r];
-    result_.findings.push_back(f);
+    restart_with(std::move(f));
     break;
   }
   result_.oracle_cross_checked = true;

@@ -26,11 +26,15 @@ struct CheckOptions {
   /// The second oracle (LibTorch) cross-checks every case when 1; when N > 1,
   /// one case in N (chosen by a hash of the case's data seed) and every case
   /// with a finding, a non-finite input or golden value, or a fully masked
-  /// row. The verdicts of every other case read the first oracle alone
-  /// either way, so no finding depends on it (README, Throughput).
-  /// The same cases run the entry graph exactly up front; every other case
-  /// refines the golden instead and runs its entry graph once it has a
-  /// finding (README, Throughput).
+  /// row. Verdicts read the first oracle alone either way, so no verdict
+  /// depends on the second (README, Throughput).
+  /// The same cases (and those with a non-finite module golden) run the
+  /// entry graph exactly up front; every other case is judged against the
+  /// golden in its place and runs its entry graph once it has a finding,
+  /// checked again in full when a comparison was too close to its bound
+  /// for the verdict to stand. Unlike the second oracle this can change
+  /// the verdict of a case without a finding, where a rewrite's error lies
+  /// within |run - golden| of the 1e-9 line (README, Throughput).
   int64_t oracle_sample = 1;
   /// The completeness proof's exact runs at one proof size and data draw
   /// share node results (node_memo.h): a node of a forced rewrite that

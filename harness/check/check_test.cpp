@@ -504,8 +504,8 @@ TEST(Checks, AWrongValueIsAnUnsoundRewrite) {
 // with a wrong output map, the entry graph differs from the golden.
 class ScaledToyTarget : public Target {
  public:
-  explicit ScaledToyTarget(std::optional<double> composite_factor, Rewrite extra = nullptr)
-      : factor_(composite_factor), pass_(std::move(extra), Raise::no) {}
+  explicit ScaledToyTarget(std::optional<double> composite_factor, Rewrite extra = nullptr, Raise raises = Raise::no)
+      : factor_(composite_factor), pass_(std::move(extra), raises) {}
   std::string name() const override { return "toy-module"; }
   const Options& options() const override { return options_; }
   CaseSpace case_space() const override { return {}; }
@@ -580,6 +580,54 @@ TEST(EntrySample, TheEntryGraphIsCheckedOnASampleOfPassingCases) {
   for (uint64_t seed = 0; seed < 40; ++seed) {
     nan_case.data.seed = seed;
     EXPECT_EQ(run_case(t, ref, nan_case, sampled(1000000)).verdict, Verdict::entry_disagree);
+  }
+}
+
+// The entry graph runs up front on the cases the second oracle
+// cross-checks up front: one sample, one hash.
+TEST(EntrySample, TheSampleIsTheSecondOraclesSample) {
+  auto times_1_5 = [](Graph& g, ValueRef x) { return g.call("aten.mul.Scalar", {x, 1.5}, {}, {g.info(x)}); };
+  ScaledToyTarget wrong_entry(3.0, times_1_5);
+  ToyTarget faithful(nullptr, Raise::no, false);
+  ToyReference ref(false);
+  TwoOracleReference disagree(true);
+  for (uint64_t seed = 0; seed < 320; ++seed) {
+    Case c = toy_case();
+    c.data.seed = seed;
+    EXPECT_EQ(run_case(wrong_entry, ref, c, sampled(16)).verdict == Verdict::entry_disagree,
+              run_case(faithful, disagree, c, sampled(16)).verdict == Verdict::oracle_disagree);
+  }
+}
+
+// A pass that raises is a finding: the entry graph then runs, and a wrong
+// entry model is what the case reports.
+TEST(EntrySample, ACaseWhosePassRaisesRunsItsEntryGraph) {
+  ScaledToyTarget t(3.0, nullptr, Raise::error);
+  ToyReference ref(false);
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    Case c = toy_case();
+    c.data.seed = seed;
+    EXPECT_EQ(run_case(t, ref, c, sampled(1000000)).verdict, Verdict::entry_disagree);
+  }
+}
+
+// An entry model 9.9e-10 of scale off the golden passes the entry check;
+// a rewrite 9e-10 off the entry refines it, but is past the 1e-9 line
+// against the golden. A case whose finding was judged against the golden
+// so close to the line that the entry graph's run could change the
+// verdict is checked again in full: its verdict is the full check's.
+TEST(EntrySample, AFindingJudgedAgainstTheGoldenIsCheckedAgainstTheEntryGraph) {
+  auto slightly_less = [](Graph& g, ValueRef x) { return g.call("aten.mul.Scalar", {x, 1.0 - 9e-10}, {}, {g.info(x)}); };
+  ScaledToyTarget t(2.0 * (1.0 + 9.9e-10), slightly_less);
+  ToyReference ref(false);
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    Case c = toy_case();
+    c.data.seed = seed;
+    CaseResult every = run_case(t, ref, c), few = run_case(t, ref, c, sampled(1000000));
+    EXPECT_EQ(every.verdict, Verdict::pass);
+    EXPECT_EQ(few.verdict, every.verdict) << "seed " << seed;
+    EXPECT_EQ(few.findings.size(), every.findings.size());
+    EXPECT_EQ(few.decisions.size(), every.decisions.size());
   }
 }
 

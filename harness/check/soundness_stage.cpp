@@ -203,6 +203,7 @@ bool CaseChecker::refines(const Graph& g0, const Graph& g) {
     Outcome o = execute(g, target_.exact_kernels(), r, true);
     if (!o.exec) return false;
     Comparison cmp = compare_exact(o.exec->outputs[0], entry_refs_[r], value_scale());
+    note_margin(cmp);
     if (cmp.within) continue;
     if (!cmp.shape_ok || cmp.max_abs > cmp.bound || cmp.nonfinite_rows.empty()) return false;
     if (!target_.explains_nan(meaning_, tensors_[r], entry_refs_[r], cmp.nonfinite_rows, "exact")) return false;
