@@ -1,5 +1,7 @@
 #include "harness/ir/graph.h"
 
+#include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace sdpa {
@@ -8,6 +10,57 @@ const Arg* Node::kwarg(const std::string& key) const {
   for (const auto& [k, v] : kwargs)
     if (k == key) return &v;
   return nullptr;
+}
+
+namespace {
+
+bool same_double(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
+
+bool same_arg(const Arg& a, const Arg& b) {
+  if (a.index() != b.index()) return false;
+  if (const double* x = std::get_if<double>(&a)) return same_double(*x, std::get<double>(b));
+  return a == b;
+}
+
+bool same_info(const ValueInfo& a, const ValueInfo& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.qparams == b.qparams;
+}
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  if (a.dtype != b.dtype || a.shape != b.shape || !(a.qparams == b.qparams) || a.data.size() != b.data.size())
+    return false;
+  for (size_t i = 0; i < a.data.size(); ++i)
+    if (!same_double(a.data[i], b.data[i])) return false;
+  return true;
+}
+
+bool same_node(const Node& a, const Node& b) {
+  if (a.name != b.name || a.op != b.op || a.args.size() != b.args.size() || a.kwargs.size() != b.kwargs.size() ||
+      a.outputs.size() != b.outputs.size() || a.subgraphs.size() != b.subgraphs.size())
+    return false;
+  for (size_t i = 0; i < a.args.size(); ++i)
+    if (!same_arg(a.args[i], b.args[i])) return false;
+  for (size_t i = 0; i < a.kwargs.size(); ++i)
+    if (a.kwargs[i].first != b.kwargs[i].first || !same_arg(a.kwargs[i].second, b.kwargs[i].second)) return false;
+  for (size_t i = 0; i < a.outputs.size(); ++i)
+    if (!same_info(a.outputs[i], b.outputs[i])) return false;
+  for (size_t i = 0; i < a.subgraphs.size(); ++i)
+    if (!same_graph(*a.subgraphs[i], *b.subgraphs[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+bool same_graph(const Graph& a, const Graph& b) {
+  if (a.nodes.size() != b.nodes.size() || !(a.outputs == b.outputs) || a.constants.size() != b.constants.size())
+    return false;
+  for (size_t i = 0; i < a.nodes.size(); ++i)
+    if (!same_node(a.nodes[i], b.nodes[i])) return false;
+  for (auto i = a.constants.begin(), j = b.constants.begin(); i != a.constants.end(); ++i, ++j)
+    if (i->first != j->first || !same_tensor(i->second, j->second)) return false;
+  return true;
 }
 
 std::string short_op_name(const std::string& op) {

@@ -74,6 +74,10 @@ struct Graph {
   std::string unique_name(const std::string& hint) const;
 };
 
+/// Every node (name, op, arguments, output types, subgraphs), every output
+/// and every constant the same: doubles bit for bit, NaN equal to NaN.
+bool same_graph(const Graph& a, const Graph& b);
+
 /// "aten.mul.Scalar" -> "mul", "llama.custom_sdpa.default" -> "custom_sdpa".
 std::string short_op_name(const std::string& op);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/graph_verify.h"
 
@@ -20,6 +22,35 @@ TEST(Graph, PrintsLikeFx) {
   EXPECT_NE(text.find("%mul_1 : f32[2, s0, 8] = call_function[target=aten.mul.Scalar](args = (%mul, 0.5), kwargs = {})"),
             std::string::npos) << text;
   EXPECT_NE(text.find("return (%mul_1,)"), std::string::npos);
+}
+
+// A pass that leaves every node kept may still change the graph: every
+// difference counts, also one the printed form rounds away.
+TEST(Graph, SameGraphSeesEveryChange) {
+  auto make = [](double factor, double constant, const std::string& name) {
+    Graph g;
+    SymShape s{SymExpr(2), SymExpr::symbol("s0")};
+    ValueRef q = g.placeholder("q", {DType::f32, s});
+    ValueRef c = g.constant("_scale", Tensor(DType::f32, {1}, constant), {SymExpr(1)});
+    ValueRef m = g.call("aten.mul.Scalar", {q, factor}, {}, {{DType::f32, s}}, name);
+    g.outputs = {g.call("aten.mul.Tensor", {m, c}, {}, {{DType::f32, s}})};
+    return g;
+  };
+  const Graph g = make(0.5, 2.0, "mul");
+  EXPECT_TRUE(same_graph(g, make(0.5, 2.0, "mul")));
+  EXPECT_TRUE(same_graph(make(NAN, 2.0, "mul"), make(NAN, 2.0, "mul")));
+  const Graph tiny = make(0.5 + 1e-12, 2.0, "mul");
+  EXPECT_EQ(print_graph(tiny), print_graph(g));
+  EXPECT_FALSE(same_graph(tiny, g));
+  EXPECT_FALSE(same_graph(make(0.5, 2.5, "mul"), g));
+  EXPECT_FALSE(same_graph(make(0.5, 2.0, "scale"), g));
+  EXPECT_FALSE(same_graph(make(-0.0, 2.0, "mul"), make(0.0, 2.0, "mul")));
+  Graph other_dtype = g;
+  other_dtype.nodes[2].outputs[0].dtype = DType::f16;
+  EXPECT_FALSE(same_graph(other_dtype, g));
+  Graph other_output = g;
+  other_output.outputs = {ValueRef{2, 0}};
+  EXPECT_FALSE(same_graph(other_output, g));
 }
 
 TEST(Graph, MultiOutputNodesAndQParams) {
