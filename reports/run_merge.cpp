@@ -116,10 +116,7 @@ TargetRun sum_target(const std::string& target, const std::vector<const TargetRu
     // The merge ran up to where its least advanced part stopped.
     out.next_iteration = r == parts.front() ? r->next_iteration : std::min(out.next_iteration, r->next_iteration);
     out.crash_files.insert(out.crash_files.end(), r->crash_files.begin(), r->crash_files.end());
-    out.timing.generate += r->timing.generate;
-    out.timing.oracle += r->timing.oracle;
-    out.timing.kernels += r->timing.kernels;
-    out.timing.compare += r->timing.compare;
+    out.timing += r->timing;
     out.seconds += r->seconds;
   }
   for (auto& [_, w] : kept) out.findings.push_back(std::move(w));

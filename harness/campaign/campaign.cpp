@@ -46,13 +46,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void add_timing(Timing& total, const Timing& t) {
-  total.generate += t.generate;
-  total.oracle += t.oracle;
-  total.kernels += t.kernels;
-  total.compare += t.compare;
-}
-
 class TargetCampaign {
  public:
   TargetCampaign(const Target& t, const ReferenceModel& r, const CaseGeneratorFactory& g,
@@ -280,7 +273,7 @@ class TargetCampaign {
     if (g.died) save_crash(c, r, i);
     r.timing.generate += g.gen_seconds;
     run_.iteration_digest += case_seed(opt_.seed, run_.target, i);
-    add_timing(run_.timing, r.timing);
+    run_.timing += r.timing;
     ++run_.cases;
     ++run_.verdicts[verdict_name(r.verdict)];
     if (opt_.on_case) opt_.on_case(c, r);

@@ -51,6 +51,13 @@ constexpr int64_t kCampaignOracleSample = 16;
 /// Seconds spent per stage on one case.
 struct Timing {
   double generate = 0, oracle = 0, kernels = 0, compare = 0;
+  Timing& operator+=(const Timing& t) {
+    generate += t.generate;
+    oracle += t.oracle;
+    kernels += t.kernels;
+    compare += t.compare;
+    return *this;
+  }
 };
 
 /// One accuracy comparison: a kernel set's output against golden.

@@ -73,10 +73,7 @@ CaseResult CaseChecker::check_again_in_full() {
   CheckOptions full = opt_;
   full.oracle_sample = 1;
   CaseResult r = CaseChecker(target_, ref_, c_, full).run();
-  r.timing.generate += result_.timing.generate;
-  r.timing.oracle += result_.timing.oracle;
-  r.timing.kernels += result_.timing.kernels;
-  r.timing.compare += result_.timing.compare;
+  r.timing += result_.timing;
   return r;
 }
 
