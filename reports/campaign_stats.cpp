@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "harness/io/json_reader.h"
+#include "harness/io/wire.h"
 
 namespace sdpa {
 
@@ -70,21 +71,50 @@ std::vector<std::string> data_kinds(const Case& c) {
 
 CampaignStats::CampaignStats(CaseClassifier classify) : classify_(std::move(classify)) {}
 
-nlohmann::json case_summary(const Case& c, const CaseClassifier& classify) {
+CaseSummary summarize_case(const Case& c, const CaseClassifier& classify) {
   const ConcreteSizes s = concrete_sizes(c, c.runs()[0]);
-  return {{"classes", classify ? classify(c) : std::vector<std::string>{}},
-          {"lengths", {length_bucket(s.Lq), length_bucket(s.Lkv)}},
-          {"head_layout", head_layout(c)},
-          {"mask_kinds", mask_kinds(c)},
-          {"dtype", dtype_name(c.dtype)},
-          {"data", data_kinds(c)}};
+  CaseSummary out;
+  if (classify) out.classes = classify(c);
+  out.lq_bucket = length_bucket(s.Lq);
+  out.lkv_bucket = length_bucket(s.Lkv);
+  out.head_layout = head_layout(c);
+  out.dtype = dtype_name(c.dtype);
+  out.mask_kinds = mask_kinds(c);
+  out.data = data_kinds(c);
+  return out;
+}
+
+std::string summary_to_bytes(const CaseSummary& s) {
+  WireWriter out;
+  out.strings(s.classes);
+  out.i64(s.lq_bucket);
+  out.i64(s.lkv_bucket);
+  out.str(s.head_layout);
+  out.str(s.dtype);
+  out.strings(s.mask_kinds);
+  out.strings(s.data);
+  return out.take();
+}
+
+CaseSummary summary_from_bytes(std::string_view bytes) {
+  WireReader in(bytes, "case summary");
+  CaseSummary s;
+  s.classes = in.strings();
+  s.lq_bucket = static_cast<int>(in.i64());
+  s.lkv_bucket = static_cast<int>(in.i64());
+  s.head_layout = in.str();
+  s.dtype = in.str();
+  s.mask_kinds = in.strings();
+  s.data = in.strings();
+  in.finish();
+  return s;
 }
 
 void CampaignStats::add(const std::string& target, const Case& c, const CaseResult& r) {
   add_summary(target, summary(c), r);
 }
 
-void CampaignStats::add_summary(const std::string& target, const nlohmann::json& summary, const CaseResult& r) {
+void CampaignStats::add_summary(const std::string& target, const CaseSummary& summary, const CaseResult& r) {
   TargetStats& t = targets_[target];
   ++t.cases;
   ++t.verdicts[verdict_name(r.verdict)];
@@ -97,17 +127,15 @@ void CampaignStats::add_summary(const std::string& target, const nlohmann::json&
     lsb.resize(kLsbBuckets);
     ++lsb[lsb_bucket(a.error_lsb)];
   }
-  for (const auto& cls : summary.at("classes")) {
-    const std::string& name = cls.get_ref<const std::string&>();
+  for (const auto& name : summary.classes) {
     ++t.coverage.classes[name];
     for (const auto& d : r.decisions) ++t.guard[name][d.deciding_rule];
   }
-  const auto& lengths = summary.at("lengths");
-  ++t.coverage.lengths[{lengths.at(0).get<int>(), lengths.at(1).get<int>()}];
-  ++t.coverage.head_layouts[summary.at("head_layout").get<std::string>()];
-  for (const auto& kind : summary.at("mask_kinds")) ++t.coverage.mask_kinds[kind.get<std::string>()];
-  ++t.coverage.dtypes[summary.at("dtype").get<std::string>()];
-  for (const auto& kind : summary.at("data")) ++t.coverage.data[kind.get<std::string>()];
+  ++t.coverage.lengths[{summary.lq_bucket, summary.lkv_bucket}];
+  ++t.coverage.head_layouts[summary.head_layout];
+  for (const auto& kind : summary.mask_kinds) ++t.coverage.mask_kinds[kind];
+  ++t.coverage.dtypes[summary.dtype];
+  for (const auto& kind : summary.data) ++t.coverage.data[kind];
 }
 
 namespace {
@@ -208,13 +236,13 @@ std::function<void(const Case&, const CaseResult&)> CampaignStats::collector(con
   return [this, target](const Case& c, const CaseResult& r) { add(target, c, r); };
 }
 
-std::function<nlohmann::json(const Case&)> CampaignStats::summarizer() const {
-  return [classify = classify_](const Case& c) { return case_summary(c, classify); };
+std::function<std::string(const Case&)> CampaignStats::summarizer() const {
+  return [classify = classify_](const Case& c) { return summary_to_bytes(summarize_case(c, classify)); };
 }
 
-std::function<void(const nlohmann::json&, const CaseResult&)> CampaignStats::summary_collector(
+std::function<void(const std::string&, const CaseResult&)> CampaignStats::summary_collector(
     const std::string& target) {
-  return [this, target](const nlohmann::json& s, const CaseResult& r) { add_summary(target, s, r); };
+  return [this, target](const std::string& s, const CaseResult& r) { add_summary(target, summary_from_bytes(s), r); };
 }
 
 }  // namespace sdpa

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,11 +47,20 @@ std::vector<std::string> mask_kinds(const Case& c);
 /// The data classes of Coverage::data a case falls in.
 std::vector<std::string> data_kinds(const Case& c);
 
-/// What CampaignStats counts of a case, as JSON: its classes, length
-/// buckets, head layout, mask kinds, dtype and data kinds. Made where the
-/// case is drawn (a worker, with --jobs), so the command need not read the
-/// case back to count it.
-nlohmann::json case_summary(const Case& c, const CaseClassifier& classify);
+/// What CampaignStats counts of a case apart from its result. Made where
+/// the case is drawn (a worker, with --jobs), so the command need not read
+/// the case back to count it.
+struct CaseSummary {
+  std::vector<std::string> classes;      // the classifier's
+  int lq_bucket = -1, lkv_bucket = -1;   // length_bucket of Lq and Lkv at the first runtime size
+  std::string head_layout, dtype;
+  std::vector<std::string> mask_kinds, data;  // mask_kinds, data_kinds
+};
+CaseSummary summarize_case(const Case& c, const CaseClassifier& classify);
+/// The summary as CampaignOptions::summarize carries it (harness/io/wire.h),
+/// and back; summary_from_bytes throws std::runtime_error on other bytes.
+std::string summary_to_bytes(const CaseSummary& s);
+CaseSummary summary_from_bytes(std::string_view bytes);
 
 struct Coverage {
   /// (Lq bucket, Lkv bucket) at the first runtime size -> cases.
@@ -98,13 +108,14 @@ class CampaignStats {
   /// A CampaignOptions::on_case hook that adds the cases of `target`.
   std::function<void(const Case&, const CaseResult&)> collector(const std::string& target);
 
-  /// case_summary with this object's classifier.
-  nlohmann::json summary(const Case& c) const { return case_summary(c, classify_); }
-  /// Counts one case of `target` from its case_summary.
-  void add_summary(const std::string& target, const nlohmann::json& summary, const CaseResult& r);
-  /// CampaignOptions::summarize and on_summary hooks that add the cases of `target`.
-  std::function<nlohmann::json(const Case&)> summarizer() const;
-  std::function<void(const nlohmann::json&, const CaseResult&)> summary_collector(const std::string& target);
+  /// summarize_case with this object's classifier.
+  CaseSummary summary(const Case& c) const { return summarize_case(c, classify_); }
+  /// Counts one case of `target` from its summary.
+  void add_summary(const std::string& target, const CaseSummary& summary, const CaseResult& r);
+  /// CampaignOptions::summarize and on_summary hooks that add the cases of
+  /// `target`: summary_to_bytes of summary(c), read back by the collector.
+  std::function<std::string(const Case&)> summarizer() const;
+  std::function<void(const std::string&, const CaseResult&)> summary_collector(const std::string& target);
 
   /// Per target, in name order.
   const std::map<std::string, TargetStats>& targets() const { return targets_; }

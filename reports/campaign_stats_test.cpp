@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/io/json_reader.h"
+#include "harness/isolate/result_codec.h"
 
 namespace sdpa {
 namespace {
@@ -16,8 +17,10 @@ Case lengths(int64_t lq, int64_t lkv) {
 
 Decision decided(const std::string& rule) {
   Decision d;
+  d.node = "%scaled_dot_product_attention";
   d.rewrite = rule == "accept";
   d.deciding_rule = rule;
+  d.rules = {{rule, d.rewrite, "what the rule compared"}};
   return d;
 }
 
@@ -204,9 +207,15 @@ TEST(CampaignStats, CollectorFeedsItsTarget) {
   EXPECT_EQ(stats.targets().count("llm"), 0u);
 }
 
-// Cases 0..n-1 of a small varied campaign: lengths, dtypes, heads, masks,
-// decisions and accuracy samples all change with k.
-void add_cases(CampaignStats& stats, int from, int to) {
+// Cases from..to-1 of a small varied campaign: lengths, dtypes, heads,
+// masks, decisions and accuracy samples all change with k.
+struct Sample {
+  std::string target;
+  Case c;
+  CaseResult r;
+};
+std::vector<Sample> varied_cases(int from, int to) {
+  std::vector<Sample> out;
   for (int k = from; k < to; ++k) {
     Case c = lengths(1 + k % 7, 1 + (k * 5) % 11);
     c.dtype = k % 3 == 0 ? DType::bf16 : DType::f32;
@@ -218,8 +227,32 @@ void add_cases(CampaignStats& stats, int from, int to) {
     r.accuracy = {{"libtorch", c.dtype, std::pow(10.0, k % 9 - 6)}};
     if (k % 2) r.accuracy.push_back({"cmsis-nn", DType::f32, 0.5, 0.5, static_cast<double>(k % 40)});
     r.decisions = {decided(k % 3 ? "accept" : "mask-shape")};
-    stats.add(k % 2 ? "aten" : "llm", c, r);
+    out.push_back({k % 2 ? "aten" : "llm", c, r});
   }
+  return out;
+}
+
+void add_cases(CampaignStats& stats, int from, int to) {
+  for (const auto& s : varied_cases(from, to)) stats.add(s.target, s.c, s.r);
+}
+
+// What a worker sends for a case the command only counts (the summary's
+// bytes, the counted result) counts as the case and its whole result do.
+TEST(CampaignStats, SummaryHooksCountAsTheCasesDo) {
+  const CaseClassifier classify = [](const Case& c) {
+    return std::vector<std::string>{c.is_causal ? "causal" : "not-causal", "symbols:independent"};
+  };
+  CampaignStats direct(classify), hooked(classify);
+  auto summarize = hooked.summarizer();
+  std::map<std::string, std::function<void(const std::string&, const CaseResult&)>> collect;
+  for (const char* t : {"aten", "llm"}) collect[t] = hooked.summary_collector(t);
+  for (const auto& s : varied_cases(0, 40)) {
+    direct.add(s.target, s.c, s.r);
+    collect.at(s.target)(summarize(s.c), counted_result_from_bytes(counted_result_to_bytes(s.r)));
+  }
+  EXPECT_EQ(hooked.to_json(), direct.to_json());
+  EXPECT_EQ(direct.targets().at("aten").coverage.classes.at("symbols:independent"), 20);
+  EXPECT_THROW(collect.at("aten")("not a summary", CaseResult{}), std::runtime_error);
 }
 
 TEST(CampaignStats, JsonRoundTripIsExact) {

@@ -68,6 +68,8 @@ class TargetCampaign {
             d.variant = g.c.variant;
             if (opt_.summarize) d.summary = opt_.summarize(g.c);
             if (opt_.on_case) d.c = std::move(g.c);
+            // A case the command will only count (one_case) goes back without what counting does not read.
+            d.counted = !opt_.on_case && !worth_recording(d.result.verdict);
             return d;
           });
   }
@@ -190,7 +192,7 @@ class TargetCampaign {
     std::optional<rc::Shrinkable<Case>> shrinkable;
     Case c;  // default when a worker sent only its variant and summary
     std::string variant;
-    std::optional<nlohmann::json> summary;  // none: summarize, if set, is called on c
+    std::optional<std::string> summary;  // none: summarize, if set, is called on c
     double gen_seconds = 0;
     CaseResult result;
     bool died = false;  // the case ended its worker

@@ -59,10 +59,12 @@ struct CampaignOptions {
   std::function<void(const Case&, const CaseResult&)> on_case;
   /// Called with a summary of every generated case and its result: the
   /// summary is `summarize` of the case, made where the case was drawn (in
-  /// a worker, when isolated). Without on_case, a command with workers then
-  /// reads back each case's summary and variant instead of the case.
-  std::function<nlohmann::json(const Case&)> summarize;
-  std::function<void(const nlohmann::json& summary, const CaseResult&)> on_summary;
+  /// a worker, when isolated), in bytes only the two hooks read. Without
+  /// on_case, a command with workers then reads back each case's summary
+  /// and variant instead of the case, and for a case it does not record,
+  /// only what it counts of the result (counted_result_to_bytes).
+  std::function<std::string(const Case&)> summarize;
+  std::function<void(const std::string& summary, const CaseResult&)> on_summary;
 };
 
 struct WrittenFinding {

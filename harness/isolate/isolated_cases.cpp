@@ -1,22 +1,48 @@
 #include "harness/isolate/isolated_cases.h"
 
 #include "harness/case/case_json.h"
+#include "harness/io/wire.h"
 #include "harness/isolate/result_codec.h"
 
 namespace sdpa {
 namespace {
+
+// A drawn case's reply. One the command only counts is binary, in the flat
+// form (no object tree to build or read, once per case on both sides; the
+// worker's frame carries it as it is); any other is an object with its case
+// and its result as JSON.
+nlohmann::json drawn_reply(IsolatedCases::Drawn drawn) {
+  if (drawn.counted) {
+    WireWriter out;
+    out.str(drawn.variant);
+    out.boolean(drawn.summary.has_value());
+    out.str(drawn.summary.value_or(""));
+    out.str(counted_result_to_bytes(drawn.result));
+    const std::string& b = out.bytes();
+    return nlohmann::json::binary(std::vector<uint8_t>(b.begin(), b.end()));
+  }
+  nlohmann::json reply = {{"variant", drawn.variant}, {"result", result_to_json(drawn.result)}};
+  if (drawn.c) reply["case"] = case_to_json(*drawn.c);
+  if (drawn.summary) reply["summary"] = nlohmann::json::binary(std::vector<uint8_t>(drawn.summary->begin(), drawn.summary->end()));
+  return nlohmann::json{{"drawn", std::move(reply)}};
+}
+
+std::string_view bytes_of(const nlohmann::json& j) {
+  const auto& b = j.get_binary();
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
 
 Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const ReferenceModel& reference,
                              IsolatedCases::DrawAndCheck draw) {
   return [target_for = std::move(target_for), &reference, draw = std::move(draw)](const nlohmann::json& request) {
     if (auto d = request.find("draw"); d != request.end()) {
       if (!draw) throw std::logic_error("isolated cases: a draw request without a DrawAndCheck");
-      IsolatedCases::Drawn drawn =
-          draw(d->at("seed").get<uint64_t>(), d->at("size").get<int>(), check_options_from_json(request.at("check")));
-      nlohmann::json reply = {{"variant", drawn.variant}, {"result", result_to_json(drawn.result)}};
-      if (drawn.c) reply["case"] = case_to_json(*drawn.c);
-      if (drawn.summary) reply["summary"] = std::move(*drawn.summary);
-      return nlohmann::json{{"drawn", std::move(reply)}};
+      WireReader in(bytes_of(*d), "draw request");
+      const uint64_t seed = in.u64();
+      const int size = static_cast<int>(in.i64());
+      const CheckOptions options = read_check_options(in);
+      in.finish();
+      return drawn_reply(draw(seed, size, options));
     }
     const Target& target =
         target_for(request.at("target").get<std::string>(), request.at("options").get<Options>());
@@ -62,18 +88,34 @@ CaseResult IsolatedCases::run(const std::string& target, const Options& target_o
 }
 
 void IsolatedCases::submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options) {
-  pool_.submit(tag, {{"draw", {{"seed", seed}, {"size", size}}}, {"check", check_options_to_json(options)}});
+  WireWriter out;
+  out.u64(seed);
+  out.i64(size);
+  write_check_options(out, options);
+  const std::string& b = out.bytes();
+  pool_.submit(tag, {{"draw", nlohmann::json::binary(std::vector<uint8_t>(b.begin(), b.end()))}});
 }
 
 IsolatedCases::Ran IsolatedCases::next() {
   WorkerPool::Reply reply = pool_.wait();
   Ran ran;
   ran.tag = reply.tag;
-  if (auto* j = std::get_if<nlohmann::json>(&reply.reply); j && j->contains("drawn")) {
+  auto* j = std::get_if<nlohmann::json>(&reply.reply);
+  if (j && j->is_binary()) {
+    WireReader in(bytes_of(*j), "worker reply");
+    ran.variant = in.str();
+    const bool has_summary = in.boolean();
+    std::string summary = in.str();
+    if (has_summary) ran.summary = std::move(summary);
+    ran.result = counted_result_from_bytes(in.str());
+    in.finish();
+    return ran;
+  }
+  if (j && j->contains("drawn")) {
     nlohmann::json& drawn = j->at("drawn");
     if (drawn.contains("case")) ran.drawn = case_from_json(drawn.at("case"));
     ran.variant = drawn.at("variant").get<std::string>();
-    if (drawn.contains("summary")) ran.summary = std::move(drawn.at("summary"));
+    if (drawn.contains("summary")) ran.summary = std::string(bytes_of(drawn.at("summary")));
     ran.result = result_from_json(drawn.at("result"));
     return ran;
   }

@@ -25,12 +25,15 @@ class IsolatedCases {
   /// Resolves, in the worker, the target a case runs on.
   using TargetLookup = std::function<const Target&(const std::string& name, const Options& options)>;
   /// A case a worker drew and checked: the case itself, or only its
-  /// variant and a summary of it (what the command asked for), and its result.
+  /// variant and a summary of it (what the command asked for), and its
+  /// result. `counted`: the command only counts the case, so its result
+  /// travels as counted_result_to_bytes (result_codec.h) and `c` is not sent.
   struct Drawn {
     std::optional<Case> c;
     std::string variant;
-    std::optional<nlohmann::json> summary;
+    std::optional<std::string> summary;
     CaseResult result;
+    bool counted = false;
   };
   /// Draws the case of a seed and a size and checks it, in the worker
   /// (the campaign's generator and target, there by the fork).
@@ -60,7 +63,7 @@ class IsolatedCases {
     bool died = false;  // the case ended its worker
     std::optional<Case> drawn;  // submit_draw's case, as the worker drew it (none when it died or was not sent)
     std::string variant;        // the drawn case's variant, and its summary if one was made
-    std::optional<nlohmann::json> summary;
+    std::optional<std::string> summary;
   };
   Ran next();
   int jobs() const { return pool_.jobs(); }

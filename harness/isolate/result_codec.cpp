@@ -115,12 +115,83 @@ CaseResult result_from_json(const json& j) {
   return r;
 }
 
+namespace {
+
+// An enum as one byte, read back only below its number of values.
+template <class E>
+E enum_from(WireReader& in, size_t values, const char* what) {
+  const uint8_t v = in.u8();
+  if (v >= values) throw std::runtime_error(std::string("worker reply: unknown ") + what);
+  return static_cast<E>(v);
+}
+
+const size_t kVerdicts = all_verdicts().size();
+constexpr size_t kDTypes = static_cast<size_t>(DType::b8) + 1;
+
+}  // namespace
+
+std::string counted_result_to_bytes(const CaseResult& r) {
+  WireWriter out;
+  out.u8(static_cast<uint8_t>(r.verdict));
+  for (double t : {r.timing.generate, r.timing.oracle, r.timing.kernels, r.timing.compare}) out.f64(t);
+  out.u64(r.accuracy.size());
+  for (const auto& a : r.accuracy) {
+    out.str(a.kernel_set);
+    out.u8(static_cast<uint8_t>(a.dtype));
+    out.f64(a.ratio);
+    out.f64(a.model_ratio);
+    out.f64(a.error_lsb);
+  }
+  out.u64(r.counters.size());
+  for (const auto& [name, n] : r.counters) {
+    out.str(name);
+    out.i64(n);
+  }
+  out.u64(r.decisions.size());
+  for (const auto& d : r.decisions) {
+    out.str(d.deciding_rule);
+    out.boolean(d.rewrite);
+    out.str(d.refuted_at);
+  }
+  out.boolean(r.oracle_cross_checked);
+  return out.take();
+}
+
+CaseResult counted_result_from_bytes(std::string_view bytes) {
+  WireReader in(bytes, "worker reply");
+  CaseResult r;
+  r.verdict = enum_from<Verdict>(in, kVerdicts, "verdict");
+  r.timing = {in.f64(), in.f64(), in.f64(), in.f64()};
+  r.accuracy.resize(in.count(8 + 1 + 3 * 8));
+  for (auto& a : r.accuracy) {
+    a.kernel_set = in.str();
+    a.dtype = enum_from<DType>(in, kDTypes, "dtype");
+    a.ratio = in.f64();
+    a.model_ratio = in.f64();
+    a.error_lsb = in.f64();
+  }
+  for (size_t n = in.count(8 + 8); n > 0; --n) {
+    std::string name = in.str();
+    r.counters[std::move(name)] = in.i64();
+  }
+  r.decisions.resize(in.count(8 + 1 + 8));
+  for (auto& d : r.decisions) {
+    d.deciding_rule = in.str();
+    d.rewrite = in.boolean();
+    d.refuted_at = in.str();
+  }
+  r.oracle_cross_checked = in.boolean();
+  in.finish();
+  return r;
+}
+
 json check_options_to_json(const CheckOptions& o) {
   return {{"passes", o.passes},
           {"completeness", o.completeness},
           {"keep_graphs", o.keep_graphs},
           {"prove_accepted", o.prove_accepted},
-          {"oracle_sample", o.oracle_sample}};
+          {"oracle_sample", o.oracle_sample},
+          {"reuse_exact_nodes", o.reuse_exact_nodes}};
 }
 
 CheckOptions check_options_from_json(const json& j) {
@@ -130,6 +201,20 @@ CheckOptions check_options_from_json(const json& j) {
   o.keep_graphs = j.at("keep_graphs").get<bool>();
   o.prove_accepted = j.at("prove_accepted").get<bool>();
   o.oracle_sample = j.at("oracle_sample").get<int64_t>();
+  o.reuse_exact_nodes = j.at("reuse_exact_nodes").get<bool>();
+  return o;
+}
+
+void write_check_options(WireWriter& out, const CheckOptions& o) {
+  for (bool b : {o.passes, o.completeness, o.keep_graphs, o.prove_accepted, o.reuse_exact_nodes}) out.boolean(b);
+  out.i64(o.oracle_sample);
+}
+
+CheckOptions read_check_options(WireReader& in) {
+  CheckOptions o;
+  for (bool* b : {&o.passes, &o.completeness, &o.keep_graphs, &o.prove_accepted, &o.reuse_exact_nodes})
+    *b = in.boolean();
+  o.oracle_sample = in.i64();
   return o;
 }
 

@@ -55,5 +55,78 @@ TEST(ResultCodec, ARefutedDecisionAndProveAcceptedSurviveTheTrip) {
   EXPECT_FALSE(check_options_from_json(check_options_to_json(CheckOptions{})).prove_accepted);
 }
 
+// A case the command only counts travels without its findings, rules and
+// graphs; what counting reads comes back to the bit.
+TEST(ResultCodec, ACountedResultKeepsWhatCountingReads) {
+  CaseResult r;
+  r.verdict = Verdict::missed_rewrite;
+  Finding f;
+  f.verdict = Verdict::missed_rewrite;
+  r.findings.push_back(f);
+  Decision d;
+  d.node = "%sdpa";
+  d.deciding_rule = "unmasked-lengths";
+  d.rules = {{"unmasked-lengths", false, "Lq 2, Lkv 3"}};
+  d.refuted_at = "s0 = 3";
+  r.decisions = {d, Decision{}};
+  r.decisions[1].rewrite = true;
+  r.decisions[1].deciding_rule = "accept";
+  r.graph_before = "before";
+  r.timing = {0.1, 0.2, 0.3, 1.0 / 3.0};
+  r.accuracy = {{"cmsis-nn", DType::i8, 0.25, 0.5, 1.0 / 3.0}, {"portable", DType::bf16, 2.0}};
+  r.counters = {{"delegated nodes", 3}, {"partitions", -1}};
+  r.oracle_cross_checked = false;
+  CaseResult back = counted_result_from_bytes(counted_result_to_bytes(r));
+  EXPECT_EQ(back.verdict, Verdict::missed_rewrite);
+  EXPECT_TRUE(back.findings.empty());
+  EXPECT_TRUE(back.graph_before.empty());
+  ASSERT_EQ(back.decisions.size(), 2u);
+  EXPECT_EQ(back.decisions[0].deciding_rule, "unmasked-lengths");
+  EXPECT_FALSE(back.decisions[0].rewrite);
+  EXPECT_EQ(back.decisions[0].refuted_at, "s0 = 3");
+  EXPECT_TRUE(back.decisions[0].rules.empty());
+  EXPECT_TRUE(back.decisions[1].rewrite);
+  EXPECT_EQ(back.decisions[1].deciding_rule, "accept");
+  EXPECT_EQ(back.timing.compare, 1.0 / 3.0);
+  EXPECT_EQ(back.timing.generate, 0.1);
+  ASSERT_EQ(back.accuracy.size(), 2u);
+  EXPECT_EQ(back.accuracy[0].kernel_set, "cmsis-nn");
+  EXPECT_EQ(back.accuracy[0].dtype, DType::i8);
+  EXPECT_EQ(back.accuracy[0].model_ratio, 0.5);
+  EXPECT_EQ(back.accuracy[0].error_lsb, 1.0 / 3.0);
+  EXPECT_EQ(back.accuracy[1].dtype, DType::bf16);
+  EXPECT_EQ(back.accuracy[1].error_lsb, -1.0);
+  EXPECT_EQ(back.counters, r.counters);
+  EXPECT_FALSE(back.oracle_cross_checked);
+  // Bytes it did not write are an error, not a result.
+  std::string bytes = counted_result_to_bytes(r);
+  bytes[0] = static_cast<char>(all_verdicts().size());
+  EXPECT_THROW(counted_result_from_bytes(bytes), std::runtime_error);
+  EXPECT_THROW(counted_result_from_bytes(counted_result_to_bytes(r) + "x"), std::runtime_error);
+  EXPECT_THROW(counted_result_from_bytes(counted_result_to_bytes(r).substr(1)), std::runtime_error);
+}
+
+TEST(ResultCodec, CheckOptionsSurviveBothForms) {
+  CheckOptions o;
+  o.passes = false;
+  o.completeness = false;
+  o.keep_graphs = true;
+  o.prove_accepted = true;
+  o.reuse_exact_nodes = false;
+  o.oracle_sample = 16;
+  WireWriter out;
+  write_check_options(out, o);
+  WireReader in(out.bytes(), "test");
+  for (const CheckOptions& back : {read_check_options(in), check_options_from_json(check_options_to_json(o))}) {
+    EXPECT_FALSE(back.passes);
+    EXPECT_FALSE(back.completeness);
+    EXPECT_TRUE(back.keep_graphs);
+    EXPECT_TRUE(back.prove_accepted);
+    EXPECT_FALSE(back.reuse_exact_nodes);
+    EXPECT_EQ(back.oracle_sample, 16);
+  }
+  in.finish();
+}
+
 }  // namespace
 }  // namespace sdpa

@@ -50,12 +50,29 @@ bool read_all(int fd, char* data, size_t n) {
   return true;
 }
 
-// A frame: the payload's length (8 bytes, host order) and the payload,
-// MessagePack (doubles exact, strings need not be UTF-8), in one buffer so
-// that it goes out in one system call.
+// A frame: the payload's length (8 bytes, host order) and the payload, in
+// one buffer so that it goes out in one system call. The payload's first
+// byte is its form: MessagePack (doubles exact, strings need not be UTF-8),
+// or, for a message that is one field holding binary bytes (what a
+// campaign's workers exchange once per case), the field's name and the
+// bytes as they are, which MessagePack would read back one byte at a time.
+enum FrameForm : uint8_t { kMessagePack = 0, kBinaryField = 1 };
+
 std::vector<uint8_t> frame_of(const nlohmann::json& j) {
   std::vector<uint8_t> frame(sizeof(uint64_t));
-  nlohmann::json::to_msgpack(j, frame);  // appended after the length
+  const bool binary_field = j.is_object() && j.size() == 1 && j.begin().value().is_binary() &&
+                            j.begin().key().size() <= UINT8_MAX;
+  if (binary_field) {
+    const std::string& key = j.begin().key();
+    const auto& bytes = j.begin().value().get_binary();
+    frame.push_back(kBinaryField);
+    frame.push_back(static_cast<uint8_t>(key.size()));
+    frame.insert(frame.end(), key.begin(), key.end());
+    frame.insert(frame.end(), bytes.begin(), bytes.end());
+  } else {
+    frame.push_back(kMessagePack);
+    nlohmann::json::to_msgpack(j, frame);  // appended after the length and form
+  }
   const uint64_t n = frame.size() - sizeof n;
   std::memcpy(frame.data(), &n, sizeof n);
   return frame;
@@ -65,12 +82,22 @@ bool send_frame(int fd, const std::vector<uint8_t>& frame) {
   return write_all(fd, reinterpret_cast<const char*>(frame.data()), frame.size());
 }
 
+nlohmann::json message_of(const std::vector<uint8_t>& payload) {
+  if (payload.empty()) throw std::runtime_error("worker: an empty frame");
+  if (payload[0] == kMessagePack) return nlohmann::json::from_msgpack(payload.begin() + 1, payload.end());
+  if (payload[0] != kBinaryField || payload.size() < 2 || payload.size() < 2u + payload[1])
+    throw std::runtime_error("worker: a frame of unknown form");
+  const auto key_end = payload.begin() + 2 + payload[1];
+  return {{std::string(payload.begin() + 2, key_end),
+           nlohmann::json::binary(std::vector<uint8_t>(key_end, payload.end()))}};
+}
+
 bool receive_frame(int fd, nlohmann::json& out) {
   uint64_t n = 0;
   if (!read_all(fd, reinterpret_cast<char*>(&n), sizeof n)) return false;
   std::vector<uint8_t> bytes(n);
   if (!read_all(fd, reinterpret_cast<char*>(bytes.data()), n)) return false;
-  out = nlohmann::json::from_msgpack(bytes);
+  out = message_of(bytes);
   return true;
 }
 

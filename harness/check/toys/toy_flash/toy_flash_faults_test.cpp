@@ -309,10 +309,8 @@ TEST(CampaignJobs, WorkersSummarizeTheCasesTheyDraw) {
   auto summaries = [&](bool isolate, int jobs, TargetRun* run) {
     CampaignOptions o = campaign_options(5, 60, 0, isolate, jobs);
     std::vector<std::string> seen;
-    o.summarize = [](const Case& c) { return nlohmann::json{{"case", case_to_json(c).dump()}}; };
-    o.on_summary = [&](const nlohmann::json& s, const CaseResult& r) {
-      seen.push_back(s.at("case").get<std::string>() + " " + verdict_name(r.verdict));
-    };
+    o.summarize = [](const Case& c) { return case_to_json(c).dump(); };
+    o.on_summary = [&](const std::string& s, const CaseResult& r) { seen.push_back(s + " " + verdict_name(r.verdict)); };
     *run = run_target_campaign(*target, *fixture().reference, generators(), o);
     return seen;
   };
@@ -327,18 +325,18 @@ TEST(CampaignJobs, WorkersSummarizeTheCasesTheyDraw) {
     EXPECT_EQ(two_run.variants.at(name).cases, v.cases) << name;
     EXPECT_EQ(two_run.variants.at(name).verdicts, v.verdicts) << name;
   }
-  // A null summary is a summary too: the command passes it on, it does not make its own from no case.
-  CampaignOptions nulls = campaign_options(5, 10, 0, true, 2);
-  int null_summaries = 0;
-  nulls.summarize = [](const Case& c) {  // "no case" had the command summarized a case it was not sent
-    return case_to_json(c) == case_to_json(Case{}) ? nlohmann::json("no case") : nlohmann::json();
+  // An empty summary is a summary too: the command passes it on, it does not make its own from no case.
+  CampaignOptions empties = campaign_options(5, 10, 0, true, 2);
+  int empty_summaries = 0;
+  empties.summarize = [](const Case& c) {  // "no case" had the command summarized a case it was not sent
+    return case_to_json(c) == case_to_json(Case{}) ? std::string("no case") : std::string();
   };
-  nulls.on_summary = [&](const nlohmann::json& s, const CaseResult&) { null_summaries += s.is_null(); };
-  run_target_campaign(*target, *fixture().reference, generators(), nulls);
-  EXPECT_EQ(null_summaries, 10);
+  empties.on_summary = [&](const std::string& s, const CaseResult&) { empty_summaries += s.empty(); };
+  run_target_campaign(*target, *fixture().reference, generators(), empties);
+  EXPECT_EQ(empty_summaries, 10);
   // One hook without the other is a programming error, not silently no counts.
   CampaignOptions half = campaign_options(5, 1, 0, false, 1);
-  half.summarize = [](const Case&) { return nlohmann::json{}; };
+  half.summarize = [](const Case&) { return std::string(); };
   EXPECT_THROW(run_target_campaign(*target, *fixture().reference, generators(), half), std::invalid_argument);
 }
 
