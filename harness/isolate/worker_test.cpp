@@ -92,5 +92,33 @@ TEST(Worker, ErrorsOfTheHandlerArePassedOnAndTheWorkerStays) {
   EXPECT_EQ(w.starts(), 1);
 }
 
+// Binary bytes travel as they are, in a one-field message (a campaign's
+// draw requests and counted replies) and as a bare reply, next to messages
+// that go as MessagePack: every form reads back byte for byte.
+TEST(Worker, BinaryMessagesComeBackByteForByte) {
+  Worker w(
+      [](const nlohmann::json& request) -> nlohmann::json {
+        if (request.is_object() && request.size() == 1 && request.begin().value().is_binary()) {
+          std::vector<uint8_t> bytes = request.begin().value().get_binary();
+          bytes.insert(bytes.begin(), request.begin().key().begin(), request.begin().key().end());
+          return nlohmann::json::binary(bytes);  // the key, then the bytes
+        }
+        return request;
+      },
+      {});
+  for (const std::string key : {std::string("draw"), std::string(), std::string(300, 'k')}) {
+    for (std::vector<uint8_t> bytes : {std::vector<uint8_t>{}, std::vector<uint8_t>{0, 255, 1, 0}}) {
+      auto reply = std::get<nlohmann::json>(w.call({{key, nlohmann::json::binary(bytes)}}));
+      ASSERT_TRUE(reply.is_binary()) << key.size();
+      std::vector<uint8_t> want(key.begin(), key.end());
+      want.insert(want.end(), bytes.begin(), bytes.end());
+      EXPECT_EQ(reply.get_binary(), want) << key.size();
+    }
+  }
+  const nlohmann::json two = {{"a", nlohmann::json::binary({1, 2})}, {"b", 1}};
+  EXPECT_EQ(std::get<nlohmann::json>(w.call(two)), two);
+  EXPECT_EQ(w.starts(), 1);
+}
+
 }  // namespace
 }  // namespace sdpa
