@@ -11,19 +11,22 @@ namespace {
 // form (no object tree to build or read, once per case on both sides; the
 // worker's frame carries it as it is); any other is an object with its case
 // and its result as JSON.
-nlohmann::json drawn_reply(IsolatedCases::Drawn drawn) {
+nlohmann::json binary_of(std::string_view bytes) {
+  return nlohmann::json::binary(std::vector<uint8_t>(bytes.begin(), bytes.end()));
+}
+
+nlohmann::json drawn_reply(const IsolatedCases::Drawn& drawn) {
   if (drawn.counted) {
     WireWriter out;
     out.str(drawn.variant);
     out.boolean(drawn.summary.has_value());
     out.str(drawn.summary.value_or(""));
     out.str(counted_result_to_bytes(drawn.result));
-    const std::string& b = out.bytes();
-    return nlohmann::json::binary(std::vector<uint8_t>(b.begin(), b.end()));
+    return binary_of(out.bytes());
   }
   nlohmann::json reply = {{"variant", drawn.variant}, {"result", result_to_json(drawn.result)}};
   if (drawn.c) reply["case"] = case_to_json(*drawn.c);
-  if (drawn.summary) reply["summary"] = nlohmann::json::binary(std::vector<uint8_t>(drawn.summary->begin(), drawn.summary->end()));
+  if (drawn.summary) reply["summary"] = binary_of(*drawn.summary);
   return nlohmann::json{{"drawn", std::move(reply)}};
 }
 
@@ -92,8 +95,7 @@ void IsolatedCases::submit_draw(int64_t tag, uint64_t seed, int size, const Chec
   out.u64(seed);
   out.i64(size);
   write_check_options(out, options);
-  const std::string& b = out.bytes();
-  pool_.submit(tag, {{"draw", nlohmann::json::binary(std::vector<uint8_t>(b.begin(), b.end()))}});
+  pool_.submit(tag, {{"draw", binary_of(out.bytes())}});
 }
 
 IsolatedCases::Ran IsolatedCases::next() {
