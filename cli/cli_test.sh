@@ -43,6 +43,15 @@ jobs_run 1 && jobs_run 3
 check jobs-same-run-json 0 "" cmp "$TMP/j1/run/run.json" "$TMP/j3/run/run.json"
 check jobs-same-corpus 0 "" diff -r "$TMP/j1/corpus" "$TMP/j3/corpus"
 check jobs-corpus-not-empty 0 ".json" ls -R "$TMP/j1/corpus"
+# --record-warnings with workers: a missed rewrite is recorded, not only counted, as in process.
+warn_run() {  # warn_run DIR MODE...: into $TMP/w (run.json names its files), kept as $TMP/DIR
+  rm -rf "$TMP/w" && "$BIN" fuzz --target llm --record-warnings --cases 800 --seed 2 --no-timing \
+    --run-dir "$TMP/w/run" --corpus "$TMP/w/corpus" "${@:2}" >/dev/null && mv "$TMP/w" "$TMP/$1"
+}
+warn_run w2 --jobs 2 && warn_run w0 --in-process
+check warnings-jobs-same-run-json 0 "" cmp "$TMP/w0/run/run.json" "$TMP/w2/run/run.json"
+check warnings-jobs-same-corpus 0 "" diff -r "$TMP/w0/corpus" "$TMP/w2/corpus"
+check warnings-jobs-recorded 0 "missed-rewrite" ls -R "$TMP/w2/corpus"
 check jobs-in-process 2 "--jobs 2: cases run side by side only in worker processes" "$BIN" fuzz --cases 5 --jobs 2 --in-process
 check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
 check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose

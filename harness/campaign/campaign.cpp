@@ -246,6 +246,10 @@ class TargetCampaign {
     g.result = std::move(ran.result);
     g.died = ran.died;
     if (g.died) died(g.c, g.result);
+    // A counted result has no findings: one this campaign records must not come back so.
+    if (ran.counted && worth_recording(g.result.verdict))
+      throw std::logic_error(std::string("campaign: a ") + verdict_name(g.result.verdict) +
+                             " case came back counted, without its findings");
     submit_ahead();
     return g;
   }

@@ -42,6 +42,7 @@ class WireWriter {
 class WireReader {
  public:
   WireReader(std::string_view bytes, std::string what) : p_(bytes), what_(std::move(what)) {}
+  WireReader(std::string&& bytes, std::string what) = delete;  // would outlive its bytes
   uint64_t u64() { return fixed<uint64_t>(); }
   int64_t i64() { return fixed<int64_t>(); }
   double f64() { return fixed<double>(); }

@@ -54,6 +54,16 @@ TEST(Wire, BadBytesAreErrorsThatNameTheMessage) {
   huge.u64(uint64_t{1} << 60);  // a count no buffer holds: refused, not reserved
   WireReader counts(huge.bytes(), "worker reply");
   EXPECT_THROW(counts.strings(), std::runtime_error);
+  WireWriter one_over;  // two strings' worth of count with room for one length
+  one_over.u64(2);
+  one_over.u64(0);
+  WireReader over(one_over.bytes(), "worker reply");
+  try {
+    over.strings();
+    ADD_FAILURE() << "a count past what is left was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("a count of 2 with 8 bytes left"), std::string::npos) << e.what();
+  }
   WireReader strings(huge.bytes(), "worker reply");
   EXPECT_THROW(strings.str(), std::runtime_error);
   WireWriter flag;

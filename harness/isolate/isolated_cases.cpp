@@ -1,5 +1,7 @@
 #include "harness/isolate/isolated_cases.h"
 
+#include <climits>
+
 #include "harness/case/case_json.h"
 #include "harness/io/wire.h"
 #include "harness/isolate/result_codec.h"
@@ -42,10 +44,11 @@ Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const Refer
       if (!draw) throw std::logic_error("isolated cases: a draw request without a DrawAndCheck");
       WireReader in(bytes_of(*d), "draw request");
       const uint64_t seed = in.u64();
-      const int size = static_cast<int>(in.i64());
+      const int64_t size = in.i64();
+      if (size < 0 || size > INT_MAX) throw std::runtime_error("draw request: a size of " + std::to_string(size));
       const CheckOptions options = read_check_options(in);
       in.finish();
-      return drawn_reply(draw(seed, size, options));
+      return drawn_reply(draw(seed, static_cast<int>(size), options));
     }
     const Target& target =
         target_for(request.at("target").get<std::string>(), request.at("options").get<Options>());
@@ -104,6 +107,7 @@ IsolatedCases::Ran IsolatedCases::next() {
   ran.tag = reply.tag;
   auto* j = std::get_if<nlohmann::json>(&reply.reply);
   if (j && j->is_binary()) {
+    ran.counted = true;
     WireReader in(bytes_of(*j), "worker reply");
     ran.variant = in.str();
     const bool has_summary = in.boolean();

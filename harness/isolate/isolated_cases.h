@@ -64,6 +64,7 @@ class IsolatedCases {
     std::optional<Case> drawn;  // submit_draw's case, as the worker drew it (none when it died or was not sent)
     std::string variant;        // the drawn case's variant, and its summary if one was made
     std::optional<std::string> summary;
+    bool counted = false;  // the result came back as counted_result_to_bytes
   };
   Ran next();
   int jobs() const { return pool_.jobs(); }

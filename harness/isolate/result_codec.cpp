@@ -121,12 +121,12 @@ namespace {
 template <class E>
 E enum_from(WireReader& in, size_t values, const char* what) {
   const uint8_t v = in.u8();
-  if (v >= values) throw std::runtime_error(std::string("worker reply: unknown ") + what);
+  if (v >= values) throw std::runtime_error(std::string("worker reply: unknown ") + what + " " + std::to_string(v));
   return static_cast<E>(v);
 }
 
 const size_t kVerdicts = all_verdicts().size();
-constexpr size_t kDTypes = static_cast<size_t>(DType::b8) + 1;
+constexpr size_t kDTypes = static_cast<size_t>(DType::b8) + 1;  // b8 is DType's last value
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #pragma once
 /// CaseResult <-> JSON, exactly (doubles to the bit), for results that come
-/// back from a worker process. Graphs travel as their printed text; the
+/// back from a worker process, and the flat form of a result the command
+/// only counts. Graphs travel as their printed text; the
 /// Graph objects (entry_graph, rewritten_graph) and a decision's assumed
 /// facts do not travel: explain and the gate need them and run in-process.
 #include <nlohmann/json.hpp>
@@ -16,12 +17,13 @@ namespace sdpa {
 nlohmann::json result_to_json(const CaseResult& r);
 CaseResult result_from_json(const nlohmann::json& j);
 
-/// What the command reads of a case it only counts (a campaign without an
-/// on_case hook, a verdict it does not record): the verdict, the timing,
-/// the accuracy samples, the counters, whether both oracles spoke, and of
-/// each decision the deciding rule, whether it rewrote and where a proof
-/// refuted it. The findings, the rules' outcomes and the graphs are left
-/// out; everything sent reads back to the bit (harness/io/wire.h).
+/// A result as the command needs it for a case it only counts (a campaign
+/// without an on_case hook, a verdict it does not record): the verdict,
+/// the timing, the accuracy samples and the counters whole, whether both
+/// oracles spoke, and of each decision the deciding rule, whether it
+/// rewrote and where a proof refuted it. The findings, the rules' outcomes
+/// and the graphs are left out; everything sent reads back to the bit
+/// (harness/io/wire.h).
 std::string counted_result_to_bytes(const CaseResult& r);
 /// Throws std::runtime_error on bytes counted_result_to_bytes did not write.
 CaseResult counted_result_from_bytes(std::string_view bytes);

@@ -87,8 +87,10 @@ TEST(ResultCodec, ACountedResultKeepsWhatCountingReads) {
   EXPECT_TRUE(back.decisions[0].rules.empty());
   EXPECT_TRUE(back.decisions[1].rewrite);
   EXPECT_EQ(back.decisions[1].deciding_rule, "accept");
-  EXPECT_EQ(back.timing.compare, 1.0 / 3.0);
   EXPECT_EQ(back.timing.generate, 0.1);
+  EXPECT_EQ(back.timing.oracle, 0.2);
+  EXPECT_EQ(back.timing.kernels, 0.3);
+  EXPECT_EQ(back.timing.compare, 1.0 / 3.0);
   ASSERT_EQ(back.accuracy.size(), 2u);
   EXPECT_EQ(back.accuracy[0].kernel_set, "cmsis-nn");
   EXPECT_EQ(back.accuracy[0].dtype, DType::i8);
@@ -98,6 +100,8 @@ TEST(ResultCodec, ACountedResultKeepsWhatCountingReads) {
   EXPECT_EQ(back.accuracy[1].error_lsb, -1.0);
   EXPECT_EQ(back.counters, r.counters);
   EXPECT_FALSE(back.oracle_cross_checked);
+  r.oracle_cross_checked = true;
+  EXPECT_TRUE(counted_result_from_bytes(counted_result_to_bytes(r)).oracle_cross_checked);
   // Bytes it did not write are an error, not a result.
   std::string bytes = counted_result_to_bytes(r);
   bytes[0] = static_cast<char>(all_verdicts().size());
@@ -106,26 +110,30 @@ TEST(ResultCodec, ACountedResultKeepsWhatCountingReads) {
   EXPECT_THROW(counted_result_from_bytes(counted_result_to_bytes(r).substr(1)), std::runtime_error);
 }
 
+// Each option in its own place: a setting and its opposite, so that no two
+// options swapped can read back the same.
 TEST(ResultCodec, CheckOptionsSurviveBothForms) {
-  CheckOptions o;
-  o.passes = false;
-  o.completeness = false;
-  o.keep_graphs = true;
-  o.prove_accepted = true;
-  o.reuse_exact_nodes = false;
-  o.oracle_sample = 16;
-  WireWriter out;
-  write_check_options(out, o);
-  WireReader in(out.bytes(), "test");
-  for (const CheckOptions& back : {read_check_options(in), check_options_from_json(check_options_to_json(o))}) {
-    EXPECT_FALSE(back.passes);
-    EXPECT_FALSE(back.completeness);
-    EXPECT_TRUE(back.keep_graphs);
-    EXPECT_TRUE(back.prove_accepted);
-    EXPECT_FALSE(back.reuse_exact_nodes);
-    EXPECT_EQ(back.oracle_sample, 16);
+  for (bool first : {false, true}) {
+    CheckOptions o;
+    o.passes = first;
+    o.completeness = !first;
+    o.keep_graphs = !first;
+    o.prove_accepted = first;
+    o.reuse_exact_nodes = first;
+    o.oracle_sample = first ? 16 : 1;
+    WireWriter out;
+    write_check_options(out, o);
+    WireReader in(out.bytes(), "test");
+    for (const CheckOptions& back : {read_check_options(in), check_options_from_json(check_options_to_json(o))}) {
+      EXPECT_EQ(back.passes, first);
+      EXPECT_EQ(back.completeness, !first);
+      EXPECT_EQ(back.keep_graphs, !first);
+      EXPECT_EQ(back.prove_accepted, first);
+      EXPECT_EQ(back.reuse_exact_nodes, first);
+      EXPECT_EQ(back.oracle_sample, first ? 16 : 1);
+    }
+    in.finish();
   }
-  in.finish();
 }
 
 }  // namespace

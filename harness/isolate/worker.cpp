@@ -85,8 +85,9 @@ bool send_frame(int fd, const std::vector<uint8_t>& frame) {
 nlohmann::json message_of(const std::vector<uint8_t>& payload) {
   if (payload.empty()) throw std::runtime_error("worker: an empty frame");
   if (payload[0] == kMessagePack) return nlohmann::json::from_msgpack(payload.begin() + 1, payload.end());
-  if (payload[0] != kBinaryField || payload.size() < 2 || payload.size() < 2u + payload[1])
-    throw std::runtime_error("worker: a frame of unknown form");
+  if (payload[0] != kBinaryField) throw std::runtime_error("worker: a frame of unknown form " + std::to_string(payload[0]));
+  if (payload.size() < 2 || payload.size() < 2u + payload[1])
+    throw std::runtime_error("worker: a binary-field frame shorter than its field's name");
   const auto key_end = payload.begin() + 2 + payload[1];
   return {{std::string(payload.begin() + 2, key_end),
            nlohmann::json::binary(std::vector<uint8_t>(key_end, payload.end()))}};

@@ -306,18 +306,28 @@ TEST(CampaignJobs, WorkersDrawTheCasesThisProcessDraws) {
 // it would count from the cases themselves.
 TEST(CampaignJobs, WorkersSummarizeTheCasesTheyDraw) {
   auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  // Cases whose decisions came without the node they name: counted_result_to_bytes leaves it out.
+  int counted = 0;
   auto summaries = [&](bool isolate, int jobs, TargetRun* run) {
     CampaignOptions o = campaign_options(5, 60, 0, isolate, jobs);
     std::vector<std::string> seen;
     o.summarize = [](const Case& c) { return case_to_json(c).dump(); };
-    o.on_summary = [&](const std::string& s, const CaseResult& r) { seen.push_back(s + " " + verdict_name(r.verdict)); };
+    o.on_summary = [&](const std::string& s, const CaseResult& r) {
+      seen.push_back(s + " " + verdict_name(r.verdict));
+      counted += !r.decisions.empty() && r.decisions[0].node.empty();
+    };
     *run = run_target_campaign(*target, *fixture().reference, generators(), o);
     return seen;
   };
   TargetRun here_run, two_run;
   const std::vector<std::string> here = summaries(false, 1, &here_run);
   ASSERT_EQ(here.size(), 60u);
+  EXPECT_EQ(counted, 0);
   EXPECT_EQ(summaries(true, 2, &two_run), here);
+  int64_t not_recorded = 0;
+  for (const auto& [name, n] : here_run.verdicts) not_recorded += is_failure(*parse_verdict(name)) ? 0 : n;
+  EXPECT_EQ(counted, not_recorded);
+  EXPECT_GT(counted, 0);
   EXPECT_EQ(two_run.verdicts, here_run.verdicts);
   EXPECT_EQ(two_run.guard_rules, here_run.guard_rules);
   ASSERT_EQ(two_run.variants.size(), here_run.variants.size());
