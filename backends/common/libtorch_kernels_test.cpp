@@ -126,5 +126,48 @@ TEST(LibtorchKernels, ToCopyRoundsAsTheHarnessRounds) {
   }
 }
 
+// _safe_softmax: 0 on exactly the rows whose every element is -inf in the
+// input's dtype, along a dim that is not the last too; any other row is
+// ATen's softmax (NaN stays NaN). -3.5e38 is -inf once converted to f32 or bf16.
+TEST(LibtorchKernels, SafeSoftmaxZeroesExactlyTheRowsThatAreAllMinusInf) {
+  const double inf = INFINITY;
+  Tensor x(DType::f32, {3, 2});  // along dim 0: columns; along dim -1: rows
+  x.data = {-inf, -inf,  //
+            -inf, 0.5,   //
+            -3.5e38, -inf};
+  for (DType t : {DType::f32, DType::bf16, DType::f64}) {
+    Tensor in = x;
+    in.dtype = t;
+    for (int64_t dim : {int64_t{-1}, int64_t{0}}) {
+      Graph g;
+      ValueRef v = g.placeholder("x", {t, {SymExpr(3), SymExpr(2)}});
+      g.outputs = {g.call("aten._safe_softmax.default", {v, dim}, {}, {{t, {SymExpr(3), SymExpr(2)}}})};
+      const Tensor out = interpret(g, libtorch_kernels(), {{"x", in}}, {}).outputs[0];
+      const std::string at = std::string(dtype_name(t)) + " dim " + std::to_string(dim);
+      if (dim == -1) {
+        EXPECT_EQ(out.data[0], 0.0) << at;
+        EXPECT_EQ(out.data[1], 0.0) << at;
+        EXPECT_EQ(out.data[2], 0.0) << at;
+        EXPECT_EQ(out.data[3], 1.0) << at;
+        // -3.5e38 is finite in f64: a softmax row of (1, 0); -inf in f32 and bf16.
+        EXPECT_EQ(out.data[4], t == DType::f64 ? 1.0 : 0.0) << at;
+        EXPECT_EQ(out.data[5], 0.0) << at;
+      } else {
+        // Column 0 is all -inf but in f64; column 1 holds 0.5.
+        for (int64_t r = 0; r < 3; ++r) EXPECT_EQ(out.data[r * 2 + 1], r == 1 ? 1.0 : 0.0) << at << " row " << r;
+        EXPECT_EQ(out.data[4], t == DType::f64 ? 1.0 : 0.0) << at;
+        EXPECT_EQ(out.data[0] + out.data[2], 0.0) << at;
+      }
+    }
+  }
+  Tensor nan(DType::f32, {1, 2});
+  nan.data = {-inf, NAN};
+  Graph g;
+  ValueRef v = g.placeholder("x", {DType::f32, {SymExpr(1), SymExpr(2)}});
+  g.outputs = {g.call("aten._safe_softmax.default", {v, int64_t{-1}}, {}, {{DType::f32, {SymExpr(1), SymExpr(2)}}})};
+  const Tensor out = interpret(g, libtorch_kernels(), {{"x", nan}}, {}).outputs[0];
+  EXPECT_TRUE(std::isnan(out.data[1]));
+}
+
 }  // namespace
 }  // namespace sdpa
