@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -35,17 +36,6 @@ bool write_all(int fd, const char* data, size_t n) {
     if (w <= 0) return false;
     data += w;
     n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, char* data, size_t n) {
-  while (n > 0) {
-    ssize_t r = read(fd, data, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    data += r;
-    n -= static_cast<size_t>(r);
   }
   return true;
 }
@@ -93,14 +83,50 @@ nlohmann::json message_of(const std::vector<uint8_t>& payload) {
            nlohmann::json::binary(std::vector<uint8_t>(key_end, payload.end()))}};
 }
 
-bool receive_frame(int fd, nlohmann::json& out) {
+}  // namespace
+
+bool FrameBuffer::has_frame() const {
+  const size_t held = bytes_.size() - start_;
+  if (held < sizeof(uint64_t)) return false;
   uint64_t n = 0;
-  if (!read_all(fd, reinterpret_cast<char*>(&n), sizeof n)) return false;
-  std::vector<uint8_t> bytes(n);
-  if (!read_all(fd, reinterpret_cast<char*>(bytes.data()), n)) return false;
-  out = message_of(bytes);
+  std::memcpy(&n, bytes_.data() + start_, sizeof n);
+  return held - sizeof n >= n;
+}
+
+bool FrameBuffer::next(int fd, nlohmann::json& out) {
+  while (!has_frame()) {
+    if (start_ > 0) {  // what was taken goes; a partial frame moves to the front
+      bytes_.erase(bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(start_));
+      start_ = 0;
+    }
+    const size_t held = bytes_.size();
+    uint64_t n = 0;
+    if (held >= sizeof n) std::memcpy(&n, bytes_.data(), sizeof n);
+    // Room for the rest of a frame whose length is known, and for more
+    // frames behind it.
+    const size_t want = std::max<size_t>(kReadChunk, held >= sizeof n ? sizeof n + n - held : 0);
+    bytes_.resize(held + want);
+    ssize_t r = 0;
+    do r = read(fd, bytes_.data() + held, want);
+    while (r < 0 && errno == EINTR);
+    bytes_.resize(held + static_cast<size_t>(std::max<ssize_t>(r, 0)));
+    if (r <= 0) return false;
+  }
+  uint64_t n = 0;
+  std::memcpy(&n, bytes_.data() + start_, sizeof n);
+  const auto first = bytes_.begin() + static_cast<std::ptrdiff_t>(start_ + sizeof n);
+  out = message_of(std::vector<uint8_t>(first, first + static_cast<std::ptrdiff_t>(n)));
+  start_ += sizeof n + n;
+  if (start_ == bytes_.size()) bytes_.clear(), start_ = 0;
   return true;
 }
+
+void FrameBuffer::clear() {
+  bytes_.clear();
+  start_ = 0;
+}
+
+namespace {
 
 int64_t page_kib() { return sysconf(_SC_PAGESIZE) / 1024; }
 
@@ -137,7 +163,8 @@ void limit_memory(int64_t rss_limit_mb) {
   signal(SIGTERM, SIG_IGN); // it stops after the case, and the worker goes with it
   limit_memory(limits.rss_limit_mb);
   nlohmann::json request;
-  while (receive_frame(fd, request)) {
+  FrameBuffer in;
+  while (in.next(fd, request)) {
     nlohmann::json reply;
     try {
       reply["ok"] = handler(request);
@@ -198,6 +225,7 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
   close(fd_);
+  in_.clear();  // at most part of a frame the dead worker did not finish
   pid_ = -1;
   fd_ = -1;
   if (verdict == Verdict::crash && WIFEXITED(status) && WEXITSTATUS(status) == kOomExitStatus)
@@ -235,7 +263,7 @@ std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool re
     // A worker gone while a request was sent may still have answered the
     // ones before it: its replies are read first.
     nlohmann::json reply;
-    if (!receive_frame(fd_, reply)) return died(Verdict::crash, "");
+    if (!in_.next(fd_, reply)) return died(Verdict::crash, "");
     pending_.pop_front();
     begin_ = Clock::now();
     if (auto it = reply.find("ok"); it != reply.end()) return std::move(*it);
@@ -255,6 +283,7 @@ std::variant<nlohmann::json, WorkerDeath> Worker::call(const nlohmann::json& req
   if (busy()) throw std::logic_error("worker: call while requests are out");
   submit(request);
   for (;;) {
+    if (has_reply()) return std::move(*collect(true));
     pollfd p{fd_, POLLIN, 0};
     int ready = poll(&p, 1, kWorkerPollMillis);
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("worker: poll: ") + strerror(errno));

@@ -35,6 +35,27 @@ struct WorkerDeath {
   std::string detail;                // "killed by SIGSEGV (Segmentation fault)"
 };
 
+/// Bytes read from a socket and not yet taken as frames (a frame: its
+/// payload's length in 8 bytes, then the payload). One read() takes what
+/// the other side has written so far, often several frames, which are then
+/// taken without a system call each; reading a frame's length and then its
+/// body cost two calls a frame, on a machine where a call can cost several
+/// microseconds.
+class FrameBuffer {
+ public:
+  /// Whether a whole frame is held: next() returns it without reading.
+  bool has_frame() const;
+  /// The next frame's message, reading from fd as needed; false at end of
+  /// file or on a read error.
+  bool next(int fd, nlohmann::json& out);
+  void clear();
+
+ private:
+  static constexpr size_t kReadChunk = 64 * 1024;
+  std::vector<uint8_t> bytes_;
+  size_t start_ = 0;  // the first byte not yet taken
+};
+
 class Worker {
  public:
   using Handler = std::function<nlohmann::json(const nlohmann::json& request)>;
@@ -65,6 +86,9 @@ class Worker {
   std::optional<std::variant<nlohmann::json, WorkerDeath>> collect(bool readable);
   /// The parent's end of the socket while a request is out; -1 otherwise.
   int fd() const { return busy() ? fd_ : -1; }
+  /// A reply already read (with one before it): collect(true) returns it
+  /// without reading, and poll() on fd() would not see it.
+  bool has_reply() const { return busy() && in_.has_frame(); }
   bool busy() const { return !pending_.empty(); }
   /// Requests sent and not yet answered.
   int pending() const { return static_cast<int>(pending_.size()); }
@@ -84,6 +108,7 @@ class Worker {
   pid_t pid_ = -1;
   int fd_ = -1;  // the parent's end of the socket pair
   int64_t starts_ = 0;
+  FrameBuffer in_;  // the worker's replies, read and not yet collected
   std::deque<std::vector<uint8_t>> pending_;  // requests out, oldest first, as frames
   bool send_failed_ = false;   // the worker was gone when a request was sent
   std::chrono::steady_clock::time_point begin_;  // when the oldest request out began

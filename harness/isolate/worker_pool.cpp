@@ -41,6 +41,9 @@ void WorkerPool::submit(int64_t tag, const nlohmann::json& request) {
 
 WorkerPool::Reply WorkerPool::wait() {
   if (busy() == 0) throw std::logic_error("WorkerPool: wait with no request out");
+  // A reply read along with an earlier one is taken first: poll() does not see it.
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i]->has_reply()) return *collect(i, true);
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<size_t> owner;
@@ -63,22 +66,26 @@ WorkerPool::Reply WorkerPool::wait() {
     for (size_t k = 0; k < fds.size(); ++k) {
       const bool readable = ready > 0 && fds[k].revents != 0;
       if (!readable && !check_limits) continue;
-      Worker& w = *workers_[owner[k]];
-      std::deque<int64_t>& tags = tags_[owner[k]];
-      const int before = w.pending();
-      std::optional<std::variant<nlohmann::json, WorkerDeath>> reply;
-      try {
-        reply = w.collect(readable);
-      } catch (...) {  // the handler's error answers the oldest request
-        if (w.pending() < before) tags.pop_front();
-        throw;
-      }
-      if (!reply) continue;
-      const int64_t tag = tags.front();
-      tags.pop_front();
-      return {tag, std::move(*reply)};
+      if (auto reply = collect(owner[k], readable)) return std::move(*reply);
     }
   }
+}
+
+std::optional<WorkerPool::Reply> WorkerPool::collect(size_t i, bool readable) {
+  Worker& w = *workers_[i];
+  std::deque<int64_t>& tags = tags_[i];
+  const int before = w.pending();
+  std::optional<std::variant<nlohmann::json, WorkerDeath>> reply;
+  try {
+    reply = w.collect(readable);
+  } catch (...) {  // the handler's error answers the oldest request
+    if (w.pending() < before) tags.pop_front();
+    throw;
+  }
+  if (!reply) return std::nullopt;
+  const int64_t tag = tags.front();
+  tags.pop_front();
+  return Reply{tag, std::move(*reply)};
 }
 
 }  // namespace sdpa

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -43,6 +44,9 @@ class WorkerPool {
   Reply wait();
 
  private:
+  /// Worker i's reply or death, if it has one now (Worker::collect), with its tag.
+  std::optional<Reply> collect(size_t i, bool readable);
+
   std::vector<std::unique_ptr<Worker>> workers_;
   int depth_;
   std::chrono::microseconds coalesce_;

@@ -3,6 +3,7 @@
 #include "harness/isolate/worker.h"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -118,6 +119,64 @@ TEST(Worker, BinaryMessagesComeBackByteForByte) {
   const nlohmann::json two = {{"a", nlohmann::json::binary({1, 2})}, {"b", 1}};
   EXPECT_EQ(std::get<nlohmann::json>(w.call(two)), two);
   EXPECT_EQ(w.starts(), 1);
+}
+
+// A frame as the worker's protocol writes one: the payload's length, then
+// the payload (its form byte, 0: MessagePack, then the message).
+std::vector<uint8_t> msgpack_frame(const nlohmann::json& j) {
+  std::vector<uint8_t> payload{0};
+  nlohmann::json::to_msgpack(j, payload);
+  std::vector<uint8_t> frame(sizeof(uint64_t));
+  const uint64_t n = payload.size();
+  std::memcpy(frame.data(), &n, sizeof n);
+  frame.insert(frame.end(), payload.begin(), payload.end());
+  return frame;
+}
+
+void write_bytes(int fd, const std::vector<uint8_t>& bytes, size_t from, size_t to) {
+  while (from < to) {
+    const ssize_t w = write(fd, bytes.data() + from, to - from);
+    ASSERT_GT(w, 0);
+    from += static_cast<size_t>(w);
+  }
+}
+
+// Frames written together are taken from one read, in order, without
+// reading again; a frame cut between writes, and one larger than a read's
+// chunk, come back whole; a writer gone mid-frame is end of file.
+TEST(FrameBuffer, TakesTheFramesOfOneReadInOrderAndWaitsForTheRestOfAFrame) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::vector<uint8_t> three;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<uint8_t> f = msgpack_frame({{"i", i}});
+    three.insert(three.end(), f.begin(), f.end());
+  }
+  write_bytes(fds[1], three, 0, three.size());
+  FrameBuffer in;
+  nlohmann::json out;
+  EXPECT_FALSE(in.has_frame());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(in.next(fds[0], out));
+    EXPECT_EQ(out, nlohmann::json({{"i", i}}));
+    EXPECT_EQ(in.has_frame(), i < 2) << i;  // the next ones came with the first read
+  }
+  const std::vector<uint8_t> big = msgpack_frame({{"s", std::string(200000, 'x')}});
+  for (size_t cut : {size_t{3}, size_t{8}, big.size() / 2}) {
+    write_bytes(fds[1], big, 0, cut);
+    std::thread rest([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      write_bytes(fds[1], big, cut, big.size());
+    });
+    ASSERT_TRUE(in.next(fds[0], out)) << cut;
+    rest.join();
+    EXPECT_EQ(out["s"].get<std::string>().size(), 200000u) << cut;
+    EXPECT_FALSE(in.has_frame()) << cut;
+  }
+  write_bytes(fds[1], big, 0, 100);
+  close(fds[1]);
+  EXPECT_FALSE(in.next(fds[0], out));
+  close(fds[0]);
 }
 
 }  // namespace
