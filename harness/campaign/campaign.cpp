@@ -259,7 +259,7 @@ class TargetCampaign {
   // case holds back only that many results, not unbounded memory). A
   // worker draws the iteration's case itself, from the seed and size sent.
   void submit_ahead() {
-    constexpr int64_t kAheadPerWorker = 32;
+    constexpr int64_t kAheadPerWorker = 2 * IsolatedCases::kCasesPerWorker;
     const auto room = static_cast<size_t>(kAheadPerWorker * isolated_->jobs());
     while (isolated_->in_flight() < isolated_->capacity() && next_submit_ < opt_.cases && ahead_.size() < room) {
       isolated_->submit_draw(next_submit_, case_seed(opt_.seed, run_.target, next_submit_), size_of(next_submit_),

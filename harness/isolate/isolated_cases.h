@@ -53,9 +53,10 @@ class IsolatedCases {
   /// in_flight() < capacity()); next waits for any submitted case. Each
   /// worker holds kCasesPerWorker cases at once, so it starts the next case
   /// as soon as it has answered one, and the command takes replies at most
-  /// once per kReplyCoalesce (16 cases are several milliseconds of work: a
+  /// once per kReplyCoalesce (48 aten cases are some 15 ms of work: a
   /// worker does not wait for it). A wake-up per case cost the command a
-  /// tenth of a core and slowed the workers by as much (README, Throughput).
+  /// tenth of a core and slowed the workers by as much; each wake-up of the
+  /// command takes a core from a worker (README, Throughput).
   void submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options);
   struct Ran {
     int64_t tag = 0;
@@ -70,8 +71,8 @@ class IsolatedCases {
   int jobs() const { return pool_.jobs(); }
   int capacity() const { return pool_.capacity(); }
   int in_flight() const { return pool_.busy(); }
-  static constexpr int kCasesPerWorker = 16;
-  static constexpr std::chrono::microseconds kReplyCoalesce{1000};
+  static constexpr int kCasesPerWorker = 48;
+  static constexpr std::chrono::microseconds kReplyCoalesce{5000};
 
  private:
   CaseResult result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died);
