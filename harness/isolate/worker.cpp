@@ -86,7 +86,7 @@ nlohmann::json message_of(const std::vector<uint8_t>& payload) {
 }  // namespace
 
 bool FrameBuffer::has_frame() const {
-  const size_t held = bytes_.size() - start_;
+  const size_t held = end_ - start_;
   if (held < sizeof(uint64_t)) return false;
   uint64_t n = 0;
   std::memcpy(&n, bytes_.data() + start_, sizeof n);
@@ -96,35 +96,35 @@ bool FrameBuffer::has_frame() const {
 bool FrameBuffer::next(int fd, nlohmann::json& out) {
   while (!has_frame()) {
     if (start_ > 0) {  // what was taken goes; a partial frame moves to the front
-      bytes_.erase(bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(start_));
+      std::memmove(bytes_.data(), bytes_.data() + start_, end_ - start_);
+      end_ -= start_;
       start_ = 0;
     }
-    const size_t held = bytes_.size();
     uint64_t n = 0;
-    if (held >= sizeof n) std::memcpy(&n, bytes_.data(), sizeof n);
+    if (end_ >= sizeof n) std::memcpy(&n, bytes_.data(), sizeof n);
+    if (n > kMaxFrameBytes)
+      throw std::runtime_error("worker: a frame of " + std::to_string(n) + " bytes, past the limit of " +
+                               std::to_string(kMaxFrameBytes));
     // Room for the rest of a frame whose length is known, and for more
-    // frames behind it.
-    const size_t want = std::max<size_t>(kReadChunk, held >= sizeof n ? sizeof n + n - held : 0);
-    bytes_.resize(held + want);
+    // frames behind it; the buffer only grows (no fill on every read).
+    const size_t rest = end_ >= sizeof n ? sizeof n + n - end_ : 0;
+    if (bytes_.size() < end_ + std::max(kReadChunk, rest)) bytes_.resize(end_ + std::max(kReadChunk, rest));
     ssize_t r = 0;
-    do r = read(fd, bytes_.data() + held, want);
+    do r = read(fd, bytes_.data() + end_, bytes_.size() - end_);
     while (r < 0 && errno == EINTR);
-    bytes_.resize(held + static_cast<size_t>(std::max<ssize_t>(r, 0)));
     if (r <= 0) return false;
+    end_ += static_cast<size_t>(r);
   }
   uint64_t n = 0;
   std::memcpy(&n, bytes_.data() + start_, sizeof n);
   const auto first = bytes_.begin() + static_cast<std::ptrdiff_t>(start_ + sizeof n);
   out = message_of(std::vector<uint8_t>(first, first + static_cast<std::ptrdiff_t>(n)));
   start_ += sizeof n + n;
-  if (start_ == bytes_.size()) bytes_.clear(), start_ = 0;
+  if (start_ == end_) start_ = end_ = 0;
   return true;
 }
 
-void FrameBuffer::clear() {
-  bytes_.clear();
-  start_ = 0;
-}
+void FrameBuffer::clear() { start_ = end_ = 0; }
 
 namespace {
 

@@ -46,14 +46,17 @@ class FrameBuffer {
   /// Whether a whole frame is held: next() returns it without reading.
   bool has_frame() const;
   /// The next frame's message, reading from fd as needed; false at end of
-  /// file or on a read error.
+  /// file or on a read error. A frame declared longer than kMaxFrameBytes
+  /// throws std::runtime_error before anything is allocated for it.
   bool next(int fd, nlohmann::json& out);
   void clear();
 
+  static constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 30;
+
  private:
   static constexpr size_t kReadChunk = 64 * 1024;
-  std::vector<uint8_t> bytes_;
-  size_t start_ = 0;  // the first byte not yet taken
+  std::vector<uint8_t> bytes_;  // [start_, end_) read and not yet taken
+  size_t start_ = 0, end_ = 0;
 };
 
 class Worker {

@@ -179,5 +179,25 @@ TEST(FrameBuffer, TakesTheFramesOfOneReadInOrderAndWaitsForTheRestOfAFrame) {
   close(fds[0]);
 }
 
+// A frame declared past the limit is an error before its bytes are held.
+TEST(FrameBuffer, RefusesAFrameLongerThanItsLimit) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::vector<uint8_t> header(sizeof(uint64_t));
+  const uint64_t n = FrameBuffer::kMaxFrameBytes + 1;
+  std::memcpy(header.data(), &n, sizeof n);
+  write_bytes(fds[1], header, 0, header.size());
+  FrameBuffer in;
+  nlohmann::json out;
+  try {
+    in.next(fds[0], out);
+    FAIL() << "a frame past the limit was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("past the limit of 1073741824"), std::string::npos) << e.what();
+  }
+  close(fds[0]);
+  close(fds[1]);
+}
+
 }  // namespace
 }  // namespace sdpa
