@@ -2,7 +2,7 @@
 # Per-core and two-core throughput of aten and llm, and in the same run the
 # Python Hypothesis + PyTorch loop (bench/python_loop.py) doing the same job,
 # with the ratios. ROUNDS rounds, each running every configuration once in
-# turn, each round in a rotated order, so that a busy minute of a noisy
+# turn, each round in a shuffled order, so that a busy minute of a noisy
 # machine falls on all of them; the summary takes each configuration's
 # median over the rounds.
 # Usage: bench/compare.sh [BUILD_DIR] [CASES] [ROUNDS]
@@ -16,12 +16,14 @@ rate() { awk '{for (i = 1; i < NF; ++i) if ($(i + 1) == "cases/s") print $i}'; }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 declare -A rates
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, $ROUNDS round(s)"
-# Round r starts r - 1 places further along the list, so that no
-# configuration always runs right after the same one.
+# Round r runs the configurations in a shuffled order, the same for a
+# given r on every run (awk's srand(r)), so that no configuration always
+# runs right after the same one.
 configs=(py aten.in-process aten.jobs=1 aten.jobs=2 llm.in-process llm.jobs=1 llm.jobs=2)
 for round in $(seq "$ROUNDS"); do
-  for k in "${!configs[@]}"; do
-    config=${configs[$(( (k + round - 1) % ${#configs[@]} ))]}
+  mapfile -t order < <(printf '%s\n' "${configs[@]}" |
+    awk -v r="$round" 'BEGIN {srand(r)} {printf "%.17f %s\n", rand(), $0}' | sort -n | cut -d' ' -f2)
+  for config in "${order[@]}"; do
     if [ "$config" = py ]; then
       line=$(/usr/bin/python3 "$HERE/python_loop.py" "$CASES")
     else

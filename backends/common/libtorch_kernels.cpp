@@ -102,9 +102,10 @@ at::Tensor safe_softmax(const at::Tensor& x, int64_t dim) {
 void zero_fully_masked_rows(const KernelArgs& a, Tensor& out) {
   const Tensor& x = a.tensor(0);
   const auto rank = static_cast<int64_t>(x.shape.size());
-  const int64_t d = a.integer(1) < 0 ? a.integer(1) + rank : a.integer(1);  // in range: softmax took it
+  // In range, as softmax took it; a 0-d tensor (dim 0 or -1) is one row of one.
+  const int64_t d = rank == 0 ? 0 : a.integer(1) < 0 ? a.integer(1) + rank : a.integer(1);
   int64_t outer = 1, inner = 1;
-  const int64_t n = x.shape.at(static_cast<size_t>(d));
+  const int64_t n = rank == 0 ? 1 : x.shape.at(static_cast<size_t>(d));
   for (int64_t i = 0; i < d; ++i) outer *= x.shape[static_cast<size_t>(i)];
   for (int64_t i = d + 1; i < rank; ++i) inner *= x.shape[static_cast<size_t>(i)];
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, to_at(x.dtype), "_safe_softmax", [&] {

@@ -169,5 +169,39 @@ TEST(LibtorchKernels, SafeSoftmaxZeroesExactlyTheRowsThatAreAllMinusInf) {
   EXPECT_TRUE(std::isnan(out.data[1]));
 }
 
+Tensor safe_softmax_of(const Tensor& x, int64_t dim) {
+  Graph g;
+  SymShape shape;
+  for (int64_t d : x.shape) shape.push_back(SymExpr(d));
+  ValueRef v = g.placeholder("x", {x.dtype, shape});
+  g.outputs = {g.call("aten._safe_softmax.default", {v, dim}, {}, {{x.dtype, shape}})};
+  return interpret(g, libtorch_kernels(), {{"x", x}}, {}).outputs[0];
+}
+
+// A 0-d tensor is one row of one element; along the middle dim of a rank-3
+// tensor the rows are strided with dims before and after it; an empty dim
+// gives an empty result.
+TEST(LibtorchKernels, SafeSoftmaxTakesAnyRankAndDim) {
+  const double inf = INFINITY;
+  Tensor scalar(DType::f32, {});
+  for (int64_t dim : {int64_t{0}, int64_t{-1}}) {
+    scalar.data = {-inf};
+    EXPECT_EQ(safe_softmax_of(scalar, dim).data, std::vector<double>{0.0}) << dim;
+    scalar.data = {2.0};
+    EXPECT_EQ(safe_softmax_of(scalar, dim).data, std::vector<double>{1.0}) << dim;
+  }
+  // x[a][b][c] = -inf but for x[0][1][1] = 0 and x[1][0][0] = 0: along dim 1
+  // the rows (a, c) = (0, 1) and (1, 0) hold a 0; the other two are all -inf.
+  Tensor x(DType::f64, {2, 2, 2}, -inf);
+  x.data[0 * 4 + 1 * 2 + 1] = 0;
+  x.data[1 * 4 + 0 * 2 + 0] = 0;
+  const Tensor out = safe_softmax_of(x, 1);
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t c = 0; c < 2; ++c)
+        EXPECT_EQ(out.data[a * 4 + b * 2 + c], x.data[a * 4 + b * 2 + c] == 0 ? 1.0 : 0.0) << a << b << c;
+  EXPECT_EQ(safe_softmax_of(Tensor(DType::f32, {2, 0, 3}), 1).numel(), 0);
+}
+
 }  // namespace
 }  // namespace sdpa

@@ -118,9 +118,11 @@ bool FrameBuffer::next(int fd, nlohmann::json& out) {
   uint64_t n = 0;
   std::memcpy(&n, bytes_.data() + start_, sizeof n);
   const auto first = bytes_.begin() + static_cast<std::ptrdiff_t>(start_ + sizeof n);
-  out = message_of(std::vector<uint8_t>(first, first + static_cast<std::ptrdiff_t>(n)));
+  std::vector<uint8_t> payload(first, first + static_cast<std::ptrdiff_t>(n));
+  // Taken before it is read: a frame that does not parse is not met again.
   start_ += sizeof n + n;
   if (start_ == end_) start_ = end_ = 0;
+  out = message_of(payload);
   return true;
 }
 
@@ -237,7 +239,7 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
 void Worker::send(const std::vector<uint8_t>& frame) {
   if (pid_ < 0) start();
   // A request is small (about 100 bytes) and at most a pool's depth of them
-  // (16) are unread: the socket's buffer takes it without blocking on a
+  // (48) are unread: the socket's buffer takes it without blocking on a
   // worker that is writing a reply.
   send_failed_ = send_failed_ || !send_frame(fd_, frame);
 }
@@ -259,7 +261,8 @@ WorkerDeath Worker::died(Verdict verdict, const std::string& detail) {
 
 std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool readable) {
   if (pending_.empty()) throw std::logic_error("worker: collect with no request out");
-  if (send_failed_ || readable) {
+  // A reply already read is taken whatever poll() said: its case ended in time.
+  if (send_failed_ || readable || in_.has_frame()) {
     // A worker gone while a request was sent may still have answered the
     // ones before it: its replies are read first.
     nlohmann::json reply;

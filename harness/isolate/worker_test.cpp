@@ -168,8 +168,9 @@ TEST(FrameBuffer, TakesTheFramesOfOneReadInOrderAndWaitsForTheRestOfAFrame) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       write_bytes(fds[1], big, cut, big.size());
     });
-    ASSERT_TRUE(in.next(fds[0], out)) << cut;
+    const bool taken = in.next(fds[0], out);
     rest.join();
+    ASSERT_TRUE(taken) << cut;
     EXPECT_EQ(out["s"].get<std::string>().size(), 200000u) << cut;
     EXPECT_FALSE(in.has_frame()) << cut;
   }
