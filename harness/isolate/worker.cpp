@@ -72,15 +72,16 @@ bool send_frame(int fd, const std::vector<uint8_t>& frame) {
   return write_all(fd, reinterpret_cast<const char*>(frame.data()), frame.size());
 }
 
-nlohmann::json message_of(const std::vector<uint8_t>& payload) {
-  if (payload.empty()) throw std::runtime_error("worker: an empty frame");
-  if (payload[0] == kMessagePack) return nlohmann::json::from_msgpack(payload.begin() + 1, payload.end());
-  if (payload[0] != kBinaryField) throw std::runtime_error("worker: a frame of unknown form " + std::to_string(payload[0]));
-  if (payload.size() < 2 || payload.size() < 2u + payload[1])
+// The message of the payload [begin, end), read where it lies.
+nlohmann::json message_of(const uint8_t* begin, const uint8_t* end) {
+  const size_t size = static_cast<size_t>(end - begin);
+  if (size == 0) throw std::runtime_error("worker: an empty frame");
+  if (begin[0] == kMessagePack) return nlohmann::json::from_msgpack(begin + 1, end);
+  if (begin[0] != kBinaryField) throw std::runtime_error("worker: a frame of unknown form " + std::to_string(begin[0]));
+  if (size < 2 || size < 2u + begin[1])
     throw std::runtime_error("worker: a binary-field frame shorter than its field's name");
-  const auto key_end = payload.begin() + 2 + payload[1];
-  return {{std::string(payload.begin() + 2, key_end),
-           nlohmann::json::binary(std::vector<uint8_t>(key_end, payload.end()))}};
+  const uint8_t* key_end = begin + 2 + begin[1];
+  return {{std::string(begin + 2, key_end), nlohmann::json::binary(std::vector<uint8_t>(key_end, end))}};
 }
 
 }  // namespace
@@ -117,12 +118,12 @@ bool FrameBuffer::next(int fd, nlohmann::json& out) {
   }
   uint64_t n = 0;
   std::memcpy(&n, bytes_.data() + start_, sizeof n);
-  const auto first = bytes_.begin() + static_cast<std::ptrdiff_t>(start_ + sizeof n);
-  std::vector<uint8_t> payload(first, first + static_cast<std::ptrdiff_t>(n));
-  // Taken before it is read: a frame that does not parse is not met again.
+  // Taken before it is read (the bytes stay where they are until the next
+  // read): a frame that does not parse is not met again.
+  const uint8_t* first = bytes_.data() + start_ + sizeof n;
   start_ += sizeof n + n;
   if (start_ == end_) start_ = end_ = 0;
-  out = message_of(payload);
+  out = message_of(first, first + n);
   return true;
 }
 
