@@ -303,6 +303,9 @@ class TargetCampaign {
       ++run_.duplicates;
       return;
     }
+    // The workers get their queued cases before the shrink, which holds
+    // the command for longer than they take.
+    if (isolated_) isolated_->flush();
     // A case a worker drew is drawn again here for its shrink tree.
     if (!g.shrinkable) g.shrinkable = generate(i).shrinkable;
     record(i, *g.shrinkable, f.failure_key());

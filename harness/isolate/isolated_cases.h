@@ -68,6 +68,9 @@ class IsolatedCases {
     bool counted = false;  // the result came back as counted_result_to_bytes
   };
   Ran next();
+  /// Sends the submitted cases not yet sent (WorkerPool::flush): before the
+  /// command's own long work, such as shrinking a finding.
+  void flush() { pool_.flush(); }
   int jobs() const { return pool_.jobs(); }
   int capacity() const { return pool_.capacity(); }
   int in_flight() const { return pool_.busy(); }

@@ -237,18 +237,22 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
   return {verdict, verdict == Verdict::crash ? "the worker " + describe_exit(status) : detail};
 }
 
-void Worker::send(const std::vector<uint8_t>& frame) {
+void Worker::flush() {
+  if (out_.empty()) return;
   if (pid_ < 0) start();
-  // A request is small (about 100 bytes) and at most a pool's depth of them
-  // (48) are unread: the socket's buffer takes it without blocking on a
-  // worker that is writing a reply.
-  send_failed_ = send_failed_ || !send_frame(fd_, frame);
+  // Requests are small (about 100 bytes) and at most a pool's depth of
+  // them (48) are unread: the socket's buffer takes them without blocking
+  // on a worker that is writing a reply.
+  send_failed_ = send_failed_ || !write_all(fd_, reinterpret_cast<const char*>(out_.data()), out_.size());
+  out_.clear();
+  unsent_ = 0;
 }
 
 void Worker::submit(const nlohmann::json& request) {
   pending_.push_back(frame_of(request));
   if (pending_.size() == 1) begin_ = Clock::now();
-  send(pending_.back());
+  out_.insert(out_.end(), pending_.back().begin(), pending_.back().end());
+  ++unsent_;
 }
 
 WorkerDeath Worker::died(Verdict verdict, const std::string& detail) {
@@ -256,12 +260,16 @@ WorkerDeath Worker::died(Verdict verdict, const std::string& detail) {
   pending_.pop_front();
   send_failed_ = false;
   begin_ = Clock::now();
-  for (const auto& frame : pending_) send(frame);
+  out_.clear();  // every request left goes to the new worker, sent or not
+  for (const auto& frame : pending_) out_.insert(out_.end(), frame.begin(), frame.end());
+  unsent_ = static_cast<int>(pending_.size());
+  flush();
   return death;
 }
 
 std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool readable) {
   if (pending_.empty()) throw std::logic_error("worker: collect with no request out");
+  if (unsent_ == pending()) flush();  // nothing was sent that a reply could answer
   // A reply already read is taken whatever poll() said: its case ended in time.
   if (send_failed_ || readable || in_.has_frame()) {
     // A worker gone while a request was sent may still have answered the
@@ -286,6 +294,7 @@ std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool re
 std::variant<nlohmann::json, WorkerDeath> Worker::call(const nlohmann::json& request) {
   if (busy()) throw std::logic_error("worker: call while requests are out");
   submit(request);
+  flush();
   for (;;) {
     if (has_reply()) return std::move(*collect(true));
     pollfd p{fd_, POLLIN, 0};

@@ -84,8 +84,14 @@ class Worker {
   /// the moment the reply before it was collected. A death belongs to that
   /// oldest request; the requests queued behind it go to a new worker.
   /// `readable`: poll() saw fd() readable (collect then blocks until the
-  /// whole reply is read).
+  /// whole reply is read). submit only queues the request: flush sends
+  /// every request queued since the last flush in one system call (a
+  /// parent taking many replies in one wake-up sends their successors
+  /// together); collect needs the requests it waits on flushed.
   void submit(const nlohmann::json& request);
+  void flush();
+  /// Requests submitted and not yet flushed.
+  int unsent() const { return unsent_; }
   std::optional<std::variant<nlohmann::json, WorkerDeath>> collect(bool readable);
   /// The parent's end of the socket while a request is out; -1 otherwise.
   int fd() const { return busy() ? fd_ : -1; }
@@ -101,7 +107,6 @@ class Worker {
 
  private:
   void start();
-  void send(const std::vector<uint8_t>& frame);
   /// The oldest request's death; the ones queued behind it are sent to a new worker.
   WorkerDeath died(Verdict verdict, const std::string& detail);
   WorkerDeath reap(Verdict verdict, const std::string& detail);
@@ -113,6 +118,8 @@ class Worker {
   int64_t starts_ = 0;
   FrameBuffer in_;  // the worker's replies, read and not yet collected
   std::deque<std::vector<uint8_t>> pending_;  // requests out, oldest first, as frames
+  std::vector<uint8_t> out_;  // the frames of the last unsent_ requests, to go out in one send
+  int unsent_ = 0;
   bool send_failed_ = false;   // the worker was gone when a request was sent
   std::chrono::steady_clock::time_point begin_;  // when the oldest request out began
 };

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -16,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 
 WorkerPool::WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth,
                        std::chrono::microseconds coalesce)
-    : depth_(depth), coalesce_(coalesce) {
+    : depth_(depth), flush_at_(std::max(1, depth / 4)), coalesce_(coalesce) {
   if (jobs < 1) throw std::invalid_argument("WorkerPool: jobs must be at least 1");
   if (depth < 1) throw std::invalid_argument("WorkerPool: depth must be at least 1");
   for (int i = 0; i < jobs; ++i) workers_.push_back(std::make_unique<Worker>(handler, limits));
@@ -36,7 +37,15 @@ void WorkerPool::submit(int64_t tag, const nlohmann::json& request) {
       best = i;
   if (best == workers_.size()) throw std::logic_error("WorkerPool: submit with every worker full");
   tags_[best].push_back(tag);
-  workers_[best]->submit(request);
+  Worker& w = *workers_[best];
+  w.submit(request);
+  // A worker whose requests wait for the parent's next flush still holds
+  // three quarters of its depth to work on meanwhile.
+  if (w.unsent() >= flush_at_) w.flush();
+}
+
+void WorkerPool::flush() {
+  for (auto& w : workers_) w->flush();
 }
 
 WorkerPool::Reply WorkerPool::wait() {
@@ -44,6 +53,7 @@ WorkerPool::Reply WorkerPool::wait() {
   // A reply read along with an earlier one is taken first: poll() does not see it.
   for (size_t i = 0; i < workers_.size(); ++i)
     if (workers_[i]->has_reply()) return *collect(i, true);
+  flush();
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<size_t> owner;

@@ -8,7 +8,9 @@
 /// With a coalescing delay, a parent that finds no reply ready waits that
 /// long before it blocks, so that it takes the replies that came meanwhile
 /// in one wake-up rather than one each: a worker's depth must hold more
-/// work than the delay, or the worker idles.
+/// work than the delay, or the worker idles. Requests go out in batches:
+/// a worker's are sent once a quarter of its depth is queued, and all of
+/// them before the parent blocks in wait() or calls flush().
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -33,8 +35,11 @@ class WorkerPool {
   int busy() const;
   bool full() const { return busy() == capacity(); }
 
-  /// Sends `request` to the worker with the fewest requests out; needs !full().
+  /// Gives `request` to the worker with the fewest requests out; needs !full().
   void submit(int64_t tag, const nlohmann::json& request);
+  /// Sends every request submitted and not yet sent: before work of the
+  /// parent's own that outlasts what the workers hold.
+  void flush();
 
   struct Reply {
     int64_t tag = 0;
@@ -49,6 +54,7 @@ class WorkerPool {
 
   std::vector<std::unique_ptr<Worker>> workers_;
   int depth_;
+  int flush_at_;  // a worker's unsent requests that make submit send them
   std::chrono::microseconds coalesce_;
   std::vector<std::deque<int64_t>> tags_;  // the tags of each worker's requests out, oldest first
   std::chrono::steady_clock::time_point last_limit_check_{};

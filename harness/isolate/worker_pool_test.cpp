@@ -2,13 +2,16 @@
 // processes, replies carry their tags, and one worker's death or hang is
 // reported for its own request while the others' replies still come back;
 // a worker holding several requests answers them in order; a coalescing
-// parent takes the replies that came while it waited in one wake-up.
+// parent takes the replies that came while it waited in one wake-up;
+// requests go out in batches, and every one before the parent waits.
 #include "harness/isolate/worker_pool.h"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -18,11 +21,13 @@
 namespace sdpa {
 namespace {
 
-// Requests: {"do": "sleep"|"segfault"|"hang", "ms": N}; the reply is the worker's pid.
+// Requests: {"do": "sleep"|"segfault"|"hang"|"touch", "ms": N, "path": P};
+// the reply is the worker's pid. "touch" creates the file P.
 nlohmann::json act(const nlohmann::json& request) {
   const std::string what = request.at("do");
   if (what == "segfault") raise(SIGSEGV);
   if (what == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+  if (what == "touch") std::ofstream(request.at("path").get<std::string>()) << "";
   std::this_thread::sleep_for(std::chrono::milliseconds(request.value("ms", 0)));
   return getpid();
 }
@@ -152,6 +157,33 @@ TEST(WorkerPool, ADeathBelongsToTheOldestRequestAndTheQueuedOnesGoToANewWorker) 
 
 TEST(WorkerPool, ACoalescingPoolStillReportsADeathAndAHangForTheirOwnRequests) {
   expect_each_request_its_own_end(std::chrono::milliseconds(5));
+}
+
+// Whether the worker ran the request that creates `path` within 300 ms.
+bool touched(const std::filesystem::path& path) {
+  for (int k = 0; k < 30 && !std::filesystem::exists(path); ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return std::filesystem::exists(path);
+}
+
+TEST(WorkerPool, RequestsGoOutInBatchesAndAllBeforeTheParentWaits) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sdpacheck-batch-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto touch = [&](int k) { return nlohmann::json{{"do", "touch"}, {"path", (dir / std::to_string(k)).string()}}; };
+  // Depth 8: a worker's requests go out two at a time.
+  WorkerPool pool(1, act, {}, 8);
+  pool.submit(0, touch(0));
+  EXPECT_FALSE(touched(dir / "0"));  // held by the parent
+  pool.submit(1, touch(1));
+  EXPECT_TRUE(touched(dir / "0"));  // the second made a batch
+  EXPECT_TRUE(touched(dir / "1"));
+  pool.submit(2, touch(2));
+  EXPECT_FALSE(touched(dir / "2"));
+  pool.flush();
+  EXPECT_TRUE(touched(dir / "2"));
+  pool.submit(3, touch(3));
+  for (int tag = 0; tag < 4; ++tag) EXPECT_EQ(pool.wait().tag, tag);  // wait sent the last one
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WorkerPool, AQueuedRequestsClockStartsWhenTheOneBeforeItIsAnswered) {
