@@ -112,6 +112,7 @@ class TargetCampaign {
   // What a campaign resumes from: the next iteration, the run so far and
   // the signatures seen, so no finding is lost or found twice.
   void checkpoint(int64_t next, double seconds) {
+    send_queued();
     TargetRun so_far = run_;
     so_far.seconds = seconds;
     so_far.next_iteration = std::min(next, opt_.cases);
@@ -269,6 +270,13 @@ class TargetCampaign {
     }
   }
 
+  // The workers get the cases queued for them before the command's own
+  // long work (a shrink, a file written and synced), which can outlast
+  // what they hold.
+  void send_queued() {
+    if (isolated_) isolated_->flush();
+  }
+
   bool worth_recording(Verdict v) const {
     return is_failure(v) || (opt_.record_warnings && v == Verdict::missed_rewrite);
   }
@@ -303,9 +311,7 @@ class TargetCampaign {
       ++run_.duplicates;
       return;
     }
-    // The workers get their queued cases before the shrink, which holds
-    // the command for longer than they take.
-    if (isolated_) isolated_->flush();
+    send_queued();
     // A case a worker drew is drawn again here for its shrink tree.
     if (!g.shrinkable) g.shrinkable = generate(i).shrinkable;
     record(i, *g.shrinkable, f.failure_key());
@@ -355,6 +361,7 @@ class TargetCampaign {
   // The case as it ended the worker, unshrunk: kept even if shrinking or
   // the campaign does not finish.
   void save_crash(const Case& c, const CaseResult& r, int64_t i) {
+    send_queued();
     if (opt_.crash_dir.empty()) return;
     std::string text = corpus_to_json(entry(c, r, i, "ended an sdpacheck fuzz worker; not shrunk")).dump(2) + "\n";
     std::string path = opt_.crash_dir + "/crash-" + short_hash(text) + ".json";

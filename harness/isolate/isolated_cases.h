@@ -48,8 +48,9 @@ class IsolatedCases {
   /// Whether the last run ended its worker (its result is crash, timeout or oom).
   bool last_died() const { return last_died_; }
 
-  /// A campaign's cases, side by side in the pool: submit_draw sends the
-  /// seed and size of the case `draw` gives (needs a DrawAndCheck, and
+  /// A campaign's cases, side by side in the pool: submit_draw queues the
+  /// seed and size of the case `draw` gives, for the pool to send in a
+  /// batch (WorkerPool::submit; needs a DrawAndCheck, and
   /// in_flight() < capacity()); next waits for any submitted case. Each
   /// worker holds kCasesPerWorker cases at once, so it starts the next case
   /// as soon as it has answered one, and the command takes replies at most
@@ -69,7 +70,7 @@ class IsolatedCases {
   };
   Ran next();
   /// Sends the submitted cases not yet sent (WorkerPool::flush): before the
-  /// command's own long work, such as shrinking a finding.
+  /// command's own long work, such as shrinking a finding or writing a file.
   void flush() { pool_.flush(); }
   int jobs() const { return pool_.jobs(); }
   int capacity() const { return pool_.capacity(); }

@@ -240,6 +240,9 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
 void Worker::flush() {
   if (out_.empty()) return;
   if (pid_ < 0) start();
+  // A worker with nothing else to do starts the oldest request now: its
+  // clock does not count the time it waited in the parent.
+  if (unsent_ == pending()) begin_ = Clock::now();
   // Requests are small (about 100 bytes) and at most a pool's depth of
   // them (48) are unread: the socket's buffer takes them without blocking
   // on a worker that is writing a reply.

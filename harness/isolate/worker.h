@@ -75,19 +75,20 @@ class Worker {
   std::variant<nlohmann::json, WorkerDeath> call(const nlohmann::json& request);
 
   /// The same in two steps, so that a parent can keep several workers busy
-  /// (WorkerPool): submit sends the request (starting a worker if none
-  /// runs) and returns at once; collect returns the reply or the death once
+  /// (WorkerPool): submit queues the request and returns at once; flush
+  /// sends every request queued since the last flush in one system call
+  /// (starting a worker if none runs), so that a parent taking many replies
+  /// in one wake-up sends their successors together; collect returns the reply or the death once
   /// there is one, nullopt while the worker still works. Requests may queue:
   /// the worker answers them in order, so it starts the next one without
   /// waiting for the parent to read a reply and send again. collect answers
   /// the oldest one out; its clock and the worker's memory are its own from
-  /// the moment the reply before it was collected. A death belongs to that
+  /// the moment the reply before it was collected, or it was sent if the
+  /// worker had nothing else to do. A death belongs to that
   /// oldest request; the requests queued behind it go to a new worker.
   /// `readable`: poll() saw fd() readable (collect then blocks until the
-  /// whole reply is read). submit only queues the request: flush sends
-  /// every request queued since the last flush in one system call (a
-  /// parent taking many replies in one wake-up sends their successors
-  /// together); collect needs the requests it waits on flushed.
+  /// whole reply is read). collect waits only on requests flushed; it
+  /// flushes them itself when none was.
   void submit(const nlohmann::json& request);
   void flush();
   /// Requests submitted and not yet flushed.
@@ -99,7 +100,8 @@ class Worker {
   /// without reading, and poll() on fd() would not see it.
   bool has_reply() const { return busy() && in_.has_frame(); }
   bool busy() const { return !pending_.empty(); }
-  /// Requests sent and not yet answered.
+  /// Requests submitted and not yet collected (queued, sent, or answered
+  /// and the reply not yet taken).
   int pending() const { return static_cast<int>(pending_.size()); }
 
   /// Worker processes started so far (the first and every restart).
@@ -121,7 +123,7 @@ class Worker {
   std::vector<uint8_t> out_;  // the frames of the last unsent_ requests, to go out in one send
   int unsent_ = 0;
   bool send_failed_ = false;   // the worker was gone when a request was sent
-  std::chrono::steady_clock::time_point begin_;  // when the oldest request out began
+  std::chrono::steady_clock::time_point begin_;  // when the oldest request's clock started
 };
 
 /// How often the parent looks at a busy worker's clock and memory (one

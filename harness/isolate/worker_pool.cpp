@@ -39,9 +39,9 @@ void WorkerPool::submit(int64_t tag, const nlohmann::json& request) {
   tags_[best].push_back(tag);
   Worker& w = *workers_[best];
   w.submit(request);
-  // A worker whose requests wait for the parent's next flush still holds
-  // three quarters of its depth to work on meanwhile.
-  if (w.unsent() >= flush_at_) w.flush();
+  // At most a quarter of a worker's depth waits for the parent's next
+  // flush; a worker given nothing else gets its request at once.
+  if (w.unsent() >= flush_at_ || w.unsent() == w.pending()) w.flush();
 }
 
 void WorkerPool::flush() {

@@ -9,8 +9,9 @@
 /// long before it blocks, so that it takes the replies that came meanwhile
 /// in one wake-up rather than one each: a worker's depth must hold more
 /// work than the delay, or the worker idles. Requests go out in batches:
-/// a worker's are sent once a quarter of its depth is queued, and all of
-/// them before the parent blocks in wait() or calls flush().
+/// a worker's are sent once a quarter of its depth is queued (at once to
+/// a worker that holds nothing else), and all of them before the parent
+/// blocks in wait() or calls flush().
 #include <chrono>
 #include <cstdint>
 #include <deque>

@@ -131,9 +131,10 @@ TEST(WorkerPool, ACoalescingParentTakesTheRepliesThatCameWhileItWaited) {
 
 // A crash, a reply and a hang queued in one worker: the death belongs to
 // the oldest request, the queued ones go to a new worker, the hang times
-// out. A coalescing delay changes when replies are read, not whose they are.
-void expect_each_request_its_own_end(std::chrono::microseconds coalesce) {
-  WorkerPool pool(1, act, {0.3, 0}, 3, coalesce);
+// out. A coalescing delay changes when replies are read, and batching when
+// requests are sent, not whose the replies are.
+void expect_each_request_its_own_end(std::chrono::microseconds coalesce, int depth = 3) {
+  WorkerPool pool(1, act, {0.3, 0}, depth, coalesce);
   pool.submit(20, {{"do", "segfault"}});
   pool.submit(21, {{"do", "sleep"}});
   pool.submit(22, {{"do", "hang"}});
@@ -159,31 +160,45 @@ TEST(WorkerPool, ACoalescingPoolStillReportsADeathAndAHangForTheirOwnRequests) {
   expect_each_request_its_own_end(std::chrono::milliseconds(5));
 }
 
-// Whether the worker ran the request that creates `path` within 300 ms.
-bool touched(const std::filesystem::path& path) {
-  for (int k = 0; k < 30 && !std::filesystem::exists(path); ++k)
+TEST(WorkerPool, BatchedRequestsStillGetADeathAndAHangForTheirOwnRequests) {
+  // Depth 8: the crash goes out alone, the sleep and the hang in one batch.
+  expect_each_request_its_own_end(std::chrono::milliseconds(5), 8);
+}
+
+// Whether the worker ran the request that creates `path` within `ms`.
+bool touched(const std::filesystem::path& path, int ms) {
+  for (int k = 0; k < ms / 10 && !std::filesystem::exists(path); ++k)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return std::filesystem::exists(path);
 }
 
 TEST(WorkerPool, RequestsGoOutInBatchesAndAllBeforeTheParentWaits) {
   const auto dir = std::filesystem::temp_directory_path() / ("sdpacheck-batch-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
   auto touch = [&](int k) { return nlohmann::json{{"do", "touch"}, {"path", (dir / std::to_string(k)).string()}}; };
-  // Depth 8: a worker's requests go out two at a time.
+  constexpr int kSent = 10000, kHeld = 300;  // ms: a sent request runs well within kSent, even under load
+  // Depth 8: a worker's requests go out two at a time, or at once when it holds nothing else.
   WorkerPool pool(1, act, {}, 8);
   pool.submit(0, touch(0));
-  EXPECT_FALSE(touched(dir / "0"));  // held by the parent
+  EXPECT_TRUE(touched(dir / "0", kSent));  // an idle worker's request goes at once
   pool.submit(1, touch(1));
-  EXPECT_TRUE(touched(dir / "0"));  // the second made a batch
-  EXPECT_TRUE(touched(dir / "1"));
+  EXPECT_FALSE(touched(dir / "1", kHeld));  // held: the worker holds request 0's reply
   pool.submit(2, touch(2));
-  EXPECT_FALSE(touched(dir / "2"));
-  pool.flush();
-  EXPECT_TRUE(touched(dir / "2"));
+  EXPECT_TRUE(touched(dir / "1", kSent));  // the second made a batch
+  EXPECT_TRUE(touched(dir / "2", kSent));
   pool.submit(3, touch(3));
-  for (int tag = 0; tag < 4; ++tag) EXPECT_EQ(pool.wait().tag, tag);  // wait sent the last one
-  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(touched(dir / "3", kHeld));
+  pool.flush();
+  EXPECT_TRUE(touched(dir / "3", kSent));
+  pool.submit(4, touch(4));
+  EXPECT_EQ(pool.wait().tag, 0);
+  EXPECT_TRUE(touched(dir / "4", kSent));  // wait sent it before it polled
+  for (int tag = 1; tag < 5; ++tag) EXPECT_EQ(pool.wait().tag, tag);
 }
 
 TEST(WorkerPool, AQueuedRequestsClockStartsWhenTheOneBeforeItIsAnswered) {
