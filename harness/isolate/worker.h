@@ -77,9 +77,10 @@ class Worker {
   /// The same in two steps, so that a parent can keep several workers busy
   /// (WorkerPool): submit queues the request and returns at once; flush
   /// sends every request queued since the last flush in one system call
-  /// (starting a worker if none runs), so that a parent taking many replies
-  /// in one wake-up sends their successors together; collect returns the reply or the death once
-  /// there is one, nullopt while the worker still works. Requests may queue:
+  /// (starting a worker if none runs), so that a parent taking many
+  /// replies in one wake-up sends their successors together; collect
+  /// returns the reply or the death once there is one, nullopt while the
+  /// worker still works. Requests may queue:
   /// the worker answers them in order, so it starts the next one without
   /// waiting for the parent to read a reply and send again. collect answers
   /// the oldest one out; its clock and the worker's memory are its own from

@@ -180,7 +180,9 @@ TEST(WorkerPool, RequestsGoOutInBatchesAndAllBeforeTheParentWaits) {
     std::filesystem::path dir;
     ~Cleanup() { std::filesystem::remove_all(dir); }
   } cleanup{dir};
-  auto touch = [&](int k) { return nlohmann::json{{"do", "touch"}, {"path", (dir / std::to_string(k)).string()}}; };
+  auto touch = [&](int k) {
+    return nlohmann::json{{"do", "touch"}, {"path", (dir / std::to_string(k)).string()}};
+  };
   constexpr int kSent = 10000, kHeld = 300;  // ms: a sent request runs well within kSent, even under load
   // Depth 8: a worker's requests go out two at a time, or at once when it holds nothing else.
   WorkerPool pool(1, act, {}, 8);
