@@ -68,8 +68,9 @@ std::vector<uint8_t> frame_of(const nlohmann::json& j) {
   return frame;
 }
 
-bool send_frame(int fd, const std::vector<uint8_t>& frame) {
-  return write_all(fd, reinterpret_cast<const char*>(frame.data()), frame.size());
+// Frames, one or several, in one system call.
+bool send_frames(int fd, const std::vector<uint8_t>& frames) {
+  return write_all(fd, reinterpret_cast<const char*>(frames.data()), frames.size());
 }
 
 // The message of the payload [begin, end), read where it lies.
@@ -108,8 +109,8 @@ bool FrameBuffer::next(int fd, nlohmann::json& out) {
                                std::to_string(kMaxFrameBytes));
     // Room for the rest of a frame whose length is known, and for more
     // frames behind it; the buffer only grows (no fill on every read).
-    const size_t rest = end_ >= sizeof n ? sizeof n + n - end_ : 0;
-    if (bytes_.size() < end_ + std::max(kReadChunk, rest)) bytes_.resize(end_ + std::max(kReadChunk, rest));
+    const size_t room = std::max(kReadChunk, end_ >= sizeof n ? sizeof n + n - end_ : 0);
+    if (bytes_.size() < end_ + room) bytes_.resize(end_ + room);
     ssize_t r = 0;
     do r = read(fd, bytes_.data() + end_, bytes_.size() - end_);
     while (r < 0 && errno == EINTR);
@@ -176,7 +177,7 @@ void limit_memory(int64_t rss_limit_mb) {
     } catch (const std::exception& e) {
       reply["error"] = e.what();
     }
-    if (!send_frame(fd, frame_of(reply))) break;
+    if (!send_frames(fd, frame_of(reply))) break;
   }
   _exit(0);
 }
@@ -238,23 +239,24 @@ WorkerDeath Worker::reap(Verdict verdict, const std::string& detail) {
 }
 
 void Worker::flush() {
-  if (out_.empty()) return;
+  if (unsent_ == 0) return;
   if (pid_ < 0) start();
   // A worker with nothing else to do starts the oldest request now: its
   // clock does not count the time it waited in the parent.
   if (unsent_ == pending()) begin_ = Clock::now();
+  std::vector<uint8_t> batch;  // the last unsent_ requests, for one system call
+  for (auto it = pending_.end() - unsent_; it != pending_.end(); ++it)
+    batch.insert(batch.end(), it->begin(), it->end());
   // Requests are small (about 100 bytes) and at most a pool's depth of
   // them (48) are unread: the socket's buffer takes them without blocking
   // on a worker that is writing a reply.
-  send_failed_ = send_failed_ || !write_all(fd_, reinterpret_cast<const char*>(out_.data()), out_.size());
-  out_.clear();
+  send_failed_ = send_failed_ || !send_frames(fd_, batch);
   unsent_ = 0;
 }
 
 void Worker::submit(const nlohmann::json& request) {
   pending_.push_back(frame_of(request));
   if (pending_.size() == 1) begin_ = Clock::now();
-  out_.insert(out_.end(), pending_.back().begin(), pending_.back().end());
   ++unsent_;
 }
 
@@ -262,10 +264,7 @@ WorkerDeath Worker::died(Verdict verdict, const std::string& detail) {
   WorkerDeath death = reap(verdict, detail);
   pending_.pop_front();
   send_failed_ = false;
-  begin_ = Clock::now();
-  out_.clear();  // every request left goes to the new worker, sent or not
-  for (const auto& frame : pending_) out_.insert(out_.end(), frame.begin(), frame.end());
-  unsent_ = static_cast<int>(pending_.size());
+  unsent_ = pending();  // every request left goes to the new worker, sent or not
   flush();
   return death;
 }

@@ -121,8 +121,7 @@ class Worker {
   int64_t starts_ = 0;
   FrameBuffer in_;  // the worker's replies, read and not yet collected
   std::deque<std::vector<uint8_t>> pending_;  // requests out, oldest first, as frames
-  std::vector<uint8_t> out_;  // the frames of the last unsent_ requests, to go out in one send
-  int unsent_ = 0;
+  int unsent_ = 0;  // the last of pending_ not yet sent
   bool send_failed_ = false;   // the worker was gone when a request was sent
   std::chrono::steady_clock::time_point begin_;  // when the oldest request's clock started
 };

@@ -107,7 +107,7 @@ TEST(Worker, BinaryMessagesComeBackByteForByte) {
         return request;
       },
       {});
-  for (const std::string key : {std::string("draw"), std::string(), std::string(300, 'k')}) {
+  for (const std::string& key : {std::string("draw"), std::string(), std::string(300, 'k')}) {
     for (std::vector<uint8_t> bytes : {std::vector<uint8_t>{}, std::vector<uint8_t>{0, 255, 1, 0}}) {
       auto reply = std::get<nlohmann::json>(w.call({{key, nlohmann::json::binary(bytes)}}));
       ASSERT_TRUE(reply.is_binary()) << key.size();
@@ -126,10 +126,10 @@ TEST(Worker, BinaryMessagesComeBackByteForByte) {
 std::vector<uint8_t> msgpack_frame(const nlohmann::json& j) {
   std::vector<uint8_t> payload{0};
   nlohmann::json::to_msgpack(j, payload);
-  std::vector<uint8_t> frame(sizeof(uint64_t));
   const uint64_t n = payload.size();
+  std::vector<uint8_t> frame(sizeof n + payload.size());
   std::memcpy(frame.data(), &n, sizeof n);
-  frame.insert(frame.end(), payload.begin(), payload.end());
+  std::copy(payload.begin(), payload.end(), frame.begin() + sizeof n);
   return frame;
 }
 
