@@ -22,7 +22,7 @@ fuzz: build
 	  --html runs/latest/report --junit runs/latest/junit.xml $(FUZZ_ARGS)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS)
 
 bench: build
 	$(BUILD)/bench/throughput
