@@ -243,7 +243,14 @@ Gen<Case> case_gen_at(const GenPolicy& p, const CaseSpace& space, int size) {
       gen::set(&CaseDraw::alignment, gen_alignment(space)),
       gen::set(&CaseDraw::empty, gen_empty(p, space)),
       gen::set(&CaseDraw::long_len, gen_long_length(p, size)));
-  return gen::map(draw, [p, caps, space](const CaseDraw& d) { return fit(d, p, caps, space); });
+  // Shared, not copied: RapidCheck copies the mapper into every draw's shrinkable.
+  struct Fit {
+    GenPolicy p;
+    Caps caps;
+    CaseSpace space;
+  };
+  auto fit_with = std::make_shared<const Fit>(Fit{p, caps, space});
+  return gen::map(draw, [fit_with](const CaseDraw& d) { return fit(d, fit_with->p, fit_with->caps, fit_with->space); });
 }
 
 // case_gen_at of each size, built on first use: building the tree costs

@@ -73,8 +73,9 @@ void expect_inside(const Case& c, const CaseSpace& space) {
   EXPECT_TRUE(space.explicit_scale || !c.scale) << json;
   EXPECT_LE(c.batch.size(), static_cast<size_t>(space.max_batch_rank)) << json;
   EXPECT_TRUE(space.non_finite || !c.data.special) << json;
-  if (c.data.special && c.data.special->tensor == "mask")
+  if (c.data.special && c.data.special->tensor == "mask") {
     EXPECT_TRUE(c.mask && c.mask->dtype != DType::b8) << json;
+  }
   for (const auto& at : c.runs()) {
     const ConcreteSizes s = concrete_sizes(c, at);
     EXPECT_TRUE(space.empty || (s.batch_numel() > 0 && s.Lq > 0 && s.Lkv > 0)) << json;

@@ -54,14 +54,18 @@ at::Tensor to_aten(const Tensor& t) {
 }
 
 // The result converted into the harness tensor: every element of these
-// types is exact in double. A view (transpose, expand) is laid out first.
+// types is exact in double. A view (transpose, expand) is laid out first;
+// the vector is built from the elements, not zero-filled and then written.
 Tensor from_aten(const at::Tensor& a, DType t) {
-  Tensor out(t, a.sizes().vec());
-  if (out.data.empty()) return out;
+  Tensor out;
+  out.dtype = t;
+  out.shape = a.sizes().vec();
+  const auto n = static_cast<size_t>(numel_of(out.shape));
+  if (n == 0) return out;
   const at::Tensor c = a.contiguous();
   AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, c.scalar_type(), "from_aten", [&] {
     const scalar_t* in = c.data_ptr<scalar_t>();
-    for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = static_cast<double>(in[i]);
+    out.data.assign(in, in + n);  // each element constructed as static_cast<double>(in[i])
   });
   return out;
 }

@@ -78,7 +78,7 @@ TEST(ProofSizes, EverySizeIsInTheSymbolsRanges) {
     }
   // Lq = Lkv + 1 at s1 = 4 needs s0 = 6; Lq = Lkv - 1 needs s0 = 4 (the runtime entry).
   bool above = false;
-  for (const auto& p : sizes) above = above || p.at.at("s0") == 6 && p.at.at("s1") == 4;
+  for (const auto& p : sizes) above = above || (p.at.at("s0") == 6 && p.at.at("s1") == 4);
   EXPECT_TRUE(above);
   bool corner = false;
   for (const auto& p : sizes) corner = corner || p.why == "every symbol at its min";

@@ -136,6 +136,8 @@ class Interpreter {
 
   KernelArgs resolve_args(const Node& n) const {
     KernelArgs args(n, ctx_);
+    args.args.reserve(n.args.size());
+    args.kwargs.reserve(n.kwargs.size());
     for (const auto& a : n.args) args.args.push_back(resolve(a));
     for (const auto& [k, a] : n.kwargs) args.kwargs.emplace_back(k, resolve(a));
     return args;
@@ -180,18 +182,28 @@ class Interpreter {
   }
 
   void check_output(const Node& n, size_t i, const Tensor& got) const {
-    Shape want = eval_shape(n.outputs[i].shape, ctx_.sizes);
-    if (got.shape != want || got.dtype != n.outputs[i].dtype)
-      throw GraphError("%" + n.name + " (" + n.op + "): output " + std::to_string(i) + " is " +
+    if (matches(got, n.outputs[i])) return;
+    const Shape want = eval_shape(n.outputs[i].shape, ctx_.sizes);
+    throw GraphError("%" + n.name + " (" + n.op + "): output " + std::to_string(i) + " is " +
                        dtype_name(got.dtype) + shape_str(got.shape) + ", the node declares " +
                        print_value_info(n.outputs[i]) + " = " + dtype_name(n.outputs[i].dtype) + shape_str(want));
+  }
+
+  // The declared dtype and shape, each size evaluated in place: every node's
+  // every output is checked, and a Shape built for it would be one more
+  // allocation per output.
+  bool matches(const Tensor& got, const ValueInfo& declared) const {
+    if (got.dtype != declared.dtype || got.shape.size() != declared.shape.size()) return false;
+    for (size_t d = 0; d < got.shape.size(); ++d)
+      if (got.shape[d] != declared.shape[d].eval(ctx_.sizes)) return false;
+    return true;
   }
 
   // Frees values no later node reads, unless every value is kept.
   void release_dead(int i, bool keep) {
     if (keep) return;
     if (last_use_.empty()) compute_last_use();
-    for (int v : dead_after_[i]) values_[v].clear();
+    for (int k = dead_begin_[i]; k < dead_begin_[i + 1]; ++k) values_[dead_[k]].clear();
   }
 
   void compute_last_use() {
@@ -204,10 +216,19 @@ class Interpreter {
       for (const auto& [k, a] : g_.nodes[i].kwargs) mark(a, static_cast<int>(i));
     }
     for (const auto& o : g_.outputs) last_use_[o.node] = static_cast<int>(g_.nodes.size());
-    dead_after_.assign(g_.nodes.size(), {});
+    // The values each node is the last to read, node after node in one
+    // array (dead_begin_[i] to dead_begin_[i + 1]): a few allocations a run,
+    // not one for each node.
+    const int nodes = static_cast<int>(g_.nodes.size());
+    auto dies = [&](size_t v) { return last_use_[v] >= 0 && last_use_[v] < nodes; };
+    dead_begin_.assign(g_.nodes.size() + 1, 0);
     for (size_t v = 0; v < g_.nodes.size(); ++v)
-      if (last_use_[v] >= 0 && last_use_[v] < static_cast<int>(g_.nodes.size()))
-        dead_after_[last_use_[v]].push_back(static_cast<int>(v));
+      if (dies(v)) ++dead_begin_[last_use_[v] + 1];
+    for (size_t i = 0; i < g_.nodes.size(); ++i) dead_begin_[i + 1] += dead_begin_[i];
+    dead_.resize(static_cast<size_t>(dead_begin_.back()));
+    std::vector<int> next(dead_begin_.begin(), dead_begin_.end() - 1);
+    for (size_t v = 0; v < g_.nodes.size(); ++v)
+      if (dies(v)) dead_[next[last_use_[v]]++] = static_cast<int>(v);
   }
 
   const Graph& g_;
@@ -216,7 +237,7 @@ class Interpreter {
   std::vector<std::vector<Tensor>> values_;
   std::vector<const Tensor*> borrowed_;  // placeholders and constants: not copied
   std::vector<int> last_use_;
-  std::vector<std::vector<int>> dead_after_;
+  std::vector<int> dead_begin_, dead_;
   NodeMemo* memo_;
   std::vector<std::vector<const Tensor*>> refs_;        // with a memo: where each output is read
   std::vector<std::vector<std::optional<int>>> ids_;   // with a memo: each output's identity there

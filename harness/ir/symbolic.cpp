@@ -6,37 +6,63 @@
 
 namespace sdpa {
 
-SymExpr::SymExpr(int64_t constant) {
-  if (constant != 0) terms_[{}] = constant;
+namespace {
+
+// The constants sizes are mostly made of, built once: SymExpr(1) and the
+// like are made for every dimension of every shape a pass emits.
+constexpr int64_t kSharedMin = -8, kSharedMax = 1024;
+
+const std::shared_ptr<const SymExpr::Terms>& shared_constant(int64_t c) {
+  static const std::vector<std::shared_ptr<const SymExpr::Terms>> table = [] {
+    std::vector<std::shared_ptr<const SymExpr::Terms>> t;
+    for (int64_t v = kSharedMin; v <= kSharedMax; ++v)
+      t.push_back(v == 0 ? nullptr : std::make_shared<const SymExpr::Terms>(SymExpr::Terms{{{}, v}}));
+    return t;
+  }();
+  return table[static_cast<size_t>(c - kSharedMin)];
 }
 
-SymExpr SymExpr::symbol(const std::string& name) {
+}  // namespace
+
+SymExpr::SymExpr(int64_t constant) {
+  if (constant >= kSharedMin && constant <= kSharedMax) terms_ = shared_constant(constant);
+  else terms_ = std::make_shared<const Terms>(Terms{{{}, constant}});
+}
+
+SymExpr SymExpr::symbol(const std::string& name) { return from(Terms{{{name}, 1}}); }
+
+SymExpr SymExpr::from(Terms t) {
+  for (auto it = t.begin(); it != t.end();) it = it->second == 0 ? t.erase(it) : std::next(it);
+  if (t.empty()) return SymExpr();
+  if (t.size() == 1 && t.begin()->first.empty()) return SymExpr(t.begin()->second);
   SymExpr e;
-  e.terms_[{name}] = 1;
+  e.terms_ = std::make_shared<const Terms>(std::move(t));
   return e;
 }
 
-void SymExpr::normalize() {
-  for (auto it = terms_.begin(); it != terms_.end();)
-    it = it->second == 0 ? terms_.erase(it) : std::next(it);
+const SymExpr::Terms& SymExpr::terms() const {
+  static const Terms empty;
+  return terms_ ? *terms_ : empty;
 }
 
 bool SymExpr::is_constant() const {
-  return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
+  const Terms& t = terms();
+  return t.empty() || (t.size() == 1 && t.begin()->first.empty());
 }
 
 int64_t SymExpr::constant() const {
   if (!is_constant()) throw std::logic_error("size '" + str() + "' is not a constant");
-  return terms_.empty() ? 0 : terms_.begin()->second;
+  return terms().empty() ? 0 : terms().begin()->second;
 }
 
 bool SymExpr::is_symbol() const {
-  return terms_.size() == 1 && terms_.begin()->first.size() == 1 && terms_.begin()->second == 1;
+  const Terms& t = terms();
+  return t.size() == 1 && t.begin()->first.size() == 1 && t.begin()->second == 1;
 }
 
 std::set<std::string> SymExpr::symbols() const {
   std::set<std::string> out;
-  for (const auto& [mono, w] : terms_) out.insert(mono.begin(), mono.end());
+  for (const auto& [mono, w] : terms()) out.insert(mono.begin(), mono.end());
   return out;
 }
 
@@ -69,7 +95,7 @@ std::string assignment_str(const std::set<std::string>& names, const Assignment&
 int64_t SymExpr::eval(const Assignment& values) const {
   try {
     int64_t total = 0;
-    for (const auto& [mono, w] : terms_) {
+    for (const auto& [mono, w] : terms()) {
       int64_t p = w;
       for (const auto& s : mono) {
         auto it = values.find(s);
@@ -85,10 +111,11 @@ int64_t SymExpr::eval(const Assignment& values) const {
 }
 
 std::string SymExpr::str() const {
-  if (terms_.empty()) return "0";
+  const Terms& terms = this->terms();
+  if (terms.empty()) return "0";
   std::string out;
   // Symbols first, constant last: "s0 + 1" reads like a size.
-  for (auto it = terms_.rbegin(); it != terms_.rend(); ++it) {
+  for (auto it = terms.rbegin(); it != terms.rend(); ++it) {
     const auto& [mono, w] = *it;
     int64_t mag = w < 0 ? -w : w;
     if (out.empty()) out += w < 0 ? "-" : "";
@@ -102,30 +129,28 @@ std::string SymExpr::str() const {
 }
 
 SymExpr SymExpr::operator+(const SymExpr& o) const {
-  SymExpr r = *this;
-  for (const auto& [mono, w] : o.terms_) {
-    int64_t& t = r.terms_[mono];
+  Terms r = terms();
+  for (const auto& [mono, w] : o.terms()) {
+    int64_t& t = r[mono];
     t = checked_add(t, w, "a size coefficient overflows int64");
   }
-  r.normalize();
-  return r;
+  return from(std::move(r));
 }
 
 SymExpr SymExpr::operator-(const SymExpr& o) const { return *this + o * SymExpr(-1); }
 
 SymExpr SymExpr::operator*(const SymExpr& o) const {
-  SymExpr r;
-  for (const auto& [a, wa] : terms_)
-    for (const auto& [b, wb] : o.terms_) {
+  Terms r;
+  for (const auto& [a, wa] : terms())
+    for (const auto& [b, wb] : o.terms()) {
       std::vector<std::string> m = a;
       m.insert(m.end(), b.begin(), b.end());
       std::sort(m.begin(), m.end());
-      int64_t& t = r.terms_[m];
+      int64_t& t = r[m];
       t = checked_add(t, checked_mul(wa, wb, "a size coefficient overflows int64"),
                       "a size coefficient overflows int64");
     }
-  r.normalize();
-  return r;
+  return from(std::move(r));
 }
 
 namespace {

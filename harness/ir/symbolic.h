@@ -2,6 +2,7 @@
 /// Symbolic sizes: integer polynomials over named symbols (s0 + 1, 2 * s1).
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,16 +41,20 @@ class SymExpr {
   SymExpr operator+(const SymExpr& o) const;
   SymExpr operator-(const SymExpr& o) const;
   SymExpr operator*(const SymExpr& o) const;
-  bool operator==(const SymExpr& o) const { return terms_ == o.terms_; }
+  bool operator==(const SymExpr& o) const { return terms_ == o.terms_ || terms() == o.terms(); }
   bool operator!=(const SymExpr& o) const { return !(*this == o); }
-  bool operator<(const SymExpr& o) const { return terms_ < o.terms_; }
+  bool operator<(const SymExpr& o) const { return terms() < o.terms(); }
 
   /// Monomial (sorted symbol names, repeated for powers) -> weight.
-  const std::map<std::vector<std::string>, int64_t>& terms() const { return terms_; }
+  using Terms = std::map<std::vector<std::string>, int64_t>;
+  const Terms& terms() const;
 
  private:
-  void normalize();
-  std::map<std::vector<std::string>, int64_t> terms_;
+  /// The expression of `t` once its zero weights are dropped.
+  static SymExpr from(Terms t);
+  /// Immutable and shared (null: the constant 0): a shape is copied from
+  /// node to node as a graph is built, and a copy allocates nothing.
+  std::shared_ptr<const Terms> terms_;
 };
 
 using SymShape = std::vector<SymExpr>;
