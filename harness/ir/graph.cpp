@@ -105,12 +105,12 @@ ValueRef Graph::constant(const std::string& name, Tensor value, SymShape shape) 
   return {static_cast<int>(nodes.size()) - 1, 0};
 }
 
-ValueRef Graph::call(const std::string& op, std::vector<Arg> args,
+ValueRef Graph::call(std::string op, std::vector<Arg> args,
                      std::vector<std::pair<std::string, Arg>> kwargs,
                      std::vector<ValueInfo> outputs, const std::string& name_hint) {
   Node n;
   n.name = unique_name(name_hint.empty() ? short_op_name(op) : name_hint);
-  n.op = op;
+  n.op = std::move(op);
   n.args = std::move(args);
   n.kwargs = std::move(kwargs);
   n.outputs = std::move(outputs);
@@ -145,16 +145,19 @@ int Graph::count(const std::string& op) const {
   return n;
 }
 
-GraphRewriter::GraphRewriter(const Graph& source) : source_(source) {
+// A rewrite mostly copies: the new graph has about as many nodes as the old
+// (a decomposition adds a dozen), so the node vector is sized once.
+GraphRewriter::GraphRewriter(const Graph& source) : source_(source), remap_(source.nodes.size()) {
   out_.constants = source.constants;
+  out_.nodes.reserve(source.nodes.size() + 16);
 }
 
 ValueRef GraphRewriter::map(ValueRef old) const {
-  auto it = remap_.find(old.node);
-  if (it == remap_.end() || old.output >= static_cast<int>(it->second.size()))
+  if (old.node < 0 || old.node >= static_cast<int>(remap_.size()) || old.output < 0 ||
+      old.output >= static_cast<int>(remap_[old.node].size()))
     throw std::logic_error("graph rewrite reads node " + std::to_string(old.node) +
                            " before it was copied or replaced");
-  return it->second[old.output];
+  return remap_[old.node][old.output];
 }
 
 Arg GraphRewriter::map(const Arg& old) const {
@@ -163,21 +166,26 @@ Arg GraphRewriter::map(const Arg& old) const {
 }
 
 ValueRef GraphRewriter::copy(const Node& n) {
-  Node c = n;
+  Node c;  // every field of Node, built in place: a copy then an overwrite allocates twice
   c.name = out_.unique_name(n.name);
-  for (auto& a : c.args) a = map(a);
-  for (auto& [k, a] : c.kwargs) a = map(a);
-  int index = static_cast<int>(&n - source_.nodes.data());
+  c.op = n.op;
+  c.args.reserve(n.args.size());
+  for (const auto& a : n.args) c.args.push_back(map(a));
+  c.kwargs.reserve(n.kwargs.size());
+  for (const auto& [k, a] : n.kwargs) c.kwargs.emplace_back(k, map(a));
+  c.outputs = n.outputs;
+  c.subgraphs = n.subgraphs;
   out_.nodes.push_back(std::move(c));
   int at = static_cast<int>(out_.nodes.size()) - 1;
-  std::vector<ValueRef> outs;
+  std::vector<ValueRef>& outs = remap_.at(static_cast<size_t>(&n - source_.nodes.data()));
+  outs.clear();
+  outs.reserve(n.outputs.size());
   for (size_t i = 0; i < n.outputs.size(); ++i) outs.push_back({at, static_cast<int>(i)});
-  remap_[index] = outs;
   return outs.empty() ? ValueRef{at, 0} : outs[0];
 }
 
 void GraphRewriter::replace(const Node& n, std::vector<ValueRef> outputs) {
-  remap_[static_cast<int>(&n - source_.nodes.data())] = std::move(outputs);
+  remap_.at(static_cast<size_t>(&n - source_.nodes.data())) = std::move(outputs);
 }
 
 Graph GraphRewriter::finish() {

@@ -59,7 +59,7 @@ struct Graph {
   ValueRef constant(const std::string& name, Tensor value, SymShape shape);
   /// Appends a call of `op`; returns its first output. `name_hint` defaults
   /// to the op's short name ("aten.mul.Scalar" -> "mul").
-  ValueRef call(const std::string& op, std::vector<Arg> args,
+  ValueRef call(std::string op, std::vector<Arg> args,
                 std::vector<std::pair<std::string, Arg>> kwargs, std::vector<ValueInfo> outputs,
                 const std::string& name_hint = "");
 
@@ -98,7 +98,8 @@ class GraphRewriter {
  private:
   const Graph& source_;
   Graph out_;
-  std::map<int, std::vector<ValueRef>> remap_;
+  /// Per source node, its outputs in out_ (empty: not yet copied or replaced).
+  std::vector<std::vector<ValueRef>> remap_;
 };
 
 }  // namespace sdpa

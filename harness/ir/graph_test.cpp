@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <stdexcept>
 
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/graph_verify.h"
@@ -108,6 +110,37 @@ TEST(GraphRewriter, ReplacesANodeAndRemapsItsUsers) {
   EXPECT_EQ(out.count("aten.add.Tensor"), 2);
   EXPECT_TRUE(verify_graph(out).empty());
   EXPECT_EQ(out.users(0).size(), 2u);
+}
+
+TEST(GraphRewriter, ACopyOfEveryNodeIsTheSameGraph) {
+  Graph g;
+  SymShape s{SymExpr::symbol("s0"), SymExpr(2)};
+  ValueRef x = g.placeholder("x", {DType::f16, s});
+  ValueRef c = g.call("aten._to_copy.default", {x}, {{"dtype", DType::f32}}, {{DType::f32, s}});
+  ValueRef d = g.call("aten.native_dropout.default", {c, 0.5, true}, {},
+                      {{DType::f32, s}, {DType::b8, s}});
+  g.outputs = {d, ValueRef{d.node, 1}};
+  auto branch = std::make_shared<Graph>();
+  branch->outputs = {branch->placeholder("y", {DType::f32, s})};
+  g.nodes[d.node].subgraphs = {branch};
+  GraphRewriter rw(g);
+  for (const Node& n : g.nodes) rw.copy(n);
+  EXPECT_TRUE(same_graph(rw.finish(), g));
+}
+
+TEST(GraphRewriter, ReadingANodeNotYetCopiedIsALogicError) {
+  Graph g;
+  SymShape s{SymExpr(3)};
+  ValueRef x = g.placeholder("x", {DType::f32, s});
+  ValueRef m = g.call("aten.mul.Scalar", {x, 2.0}, {}, {{DType::f32, s}});
+  GraphRewriter rw(g);
+  EXPECT_THROW(rw.map(x), std::logic_error);
+  rw.copy(g.nodes[0]);
+  EXPECT_EQ(rw.map(x).node, 0);
+  EXPECT_THROW(rw.map(m), std::logic_error);
+  EXPECT_THROW(rw.map(ValueRef{0, 1}), std::logic_error);
+  EXPECT_THROW(rw.map(ValueRef{9, 0}), std::logic_error);
+  EXPECT_THROW(rw.map(ValueRef{-1, 0}), std::logic_error);
 }
 
 }  // namespace
