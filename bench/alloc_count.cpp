@@ -1,7 +1,7 @@
 // Counts the process's C++ allocations (operator new and new[]; not malloc,
 // so not LibTorch's tensor storage, which c10 takes with posix_memalign),
 // loaded with LD_PRELOAD; the totals go to stderr at exit. On a machine
-// whose speed varies by a quarter from minute to minute, allocations per
+// whose speed swings by a quarter within seconds, allocations per
 // case are a measure of overhead that does not vary (bench/allocs.sh).
 #include <atomic>
 #include <cstdio>
@@ -15,8 +15,14 @@ std::atomic<long long> g_count{0}, g_bytes{0};
 void* counted(std::size_t size) {
   g_count.fetch_add(1, std::memory_order_relaxed);
   g_bytes.fetch_add(static_cast<long long>(size), std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
+  // As the standard operator new: call the new-handler until it succeeds or
+  // there is none (the campaign's workers install one for out of memory).
+  for (;;) {
+    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+    std::new_handler handler = std::get_new_handler();
+    if (!handler) throw std::bad_alloc();
+    handler();
+  }
 }
 
 struct Report {

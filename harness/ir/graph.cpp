@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 namespace sdpa {
@@ -146,7 +147,7 @@ int Graph::count(const std::string& op) const {
 }
 
 // A rewrite mostly copies: the new graph has about as many nodes as the old
-// (a decomposition adds a dozen), so the node vector is sized once.
+// (a decomposition adds a dozen or so), so room for them is reserved up front.
 GraphRewriter::GraphRewriter(const Graph& source) : source_(source), remap_(source.nodes.size()) {
   out_.constants = source.constants;
   out_.nodes.reserve(source.nodes.size() + 16);
@@ -166,7 +167,8 @@ Arg GraphRewriter::map(const Arg& old) const {
 }
 
 ValueRef GraphRewriter::copy(const Node& n) {
-  Node c;  // every field of Node, built in place: a copy then an overwrite allocates twice
+  size_t index = source_index(n);
+  Node c;  // every field of Node, set once: the name and arguments are not copied to be overwritten
   c.name = out_.unique_name(n.name);
   c.op = n.op;
   c.args.reserve(n.args.size());
@@ -177,7 +179,7 @@ ValueRef GraphRewriter::copy(const Node& n) {
   c.subgraphs = n.subgraphs;
   out_.nodes.push_back(std::move(c));
   int at = static_cast<int>(out_.nodes.size()) - 1;
-  std::vector<ValueRef>& outs = remap_.at(static_cast<size_t>(&n - source_.nodes.data()));
+  std::vector<ValueRef>& outs = remap_[index];
   outs.clear();
   outs.reserve(n.outputs.size());
   for (size_t i = 0; i < n.outputs.size(); ++i) outs.push_back({at, static_cast<int>(i)});
@@ -185,7 +187,17 @@ ValueRef GraphRewriter::copy(const Node& n) {
 }
 
 void GraphRewriter::replace(const Node& n, std::vector<ValueRef> outputs) {
-  remap_.at(static_cast<size_t>(&n - source_.nodes.data())) = std::move(outputs);
+  remap_[source_index(n)] = std::move(outputs);
+}
+
+size_t GraphRewriter::source_index(const Node& n) const {
+  // std::less orders any two pointers, so a node of another graph is refused without undefined behaviour.
+  const Node* first = source_.nodes.data();
+  const Node* end = first + source_.nodes.size();
+  std::less<const Node*> before;
+  if (before(&n, first) || !before(&n, end))
+    throw std::logic_error("graph rewrite copies or replaces %" + n.name + ", a node not of its source graph");
+  return static_cast<size_t>(&n - first);
 }
 
 Graph GraphRewriter::finish() {

@@ -96,6 +96,9 @@ class GraphRewriter {
   Graph finish();
 
  private:
+  /// Index of `n` in the source graph's nodes; a logic error if it is not one of them.
+  size_t source_index(const Node& n) const;
+
   const Graph& source_;
   Graph out_;
   /// Per source node, its outputs in out_ (empty: not yet copied or replaced).

@@ -141,6 +141,11 @@ TEST(GraphRewriter, ReadingANodeNotYetCopiedIsALogicError) {
   EXPECT_THROW(rw.map(ValueRef{0, 1}), std::logic_error);
   EXPECT_THROW(rw.map(ValueRef{9, 0}), std::logic_error);
   EXPECT_THROW(rw.map(ValueRef{-1, 0}), std::logic_error);
+  Graph other;
+  other.placeholder("y", {DType::f32, s});
+  EXPECT_THROW(rw.copy(other.nodes[0]), std::logic_error);
+  EXPECT_THROW(rw.replace(other.nodes[0], {x}), std::logic_error);
+  EXPECT_EQ(rw.out().nodes.size(), 1u);
 }
 
 }  // namespace

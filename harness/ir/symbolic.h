@@ -52,8 +52,10 @@ class SymExpr {
  private:
   /// The expression of `t` once its zero weights are dropped.
   static SymExpr from(Terms t);
-  /// Immutable and shared (null: the constant 0): a shape is copied from
-  /// node to node as a graph is built, and a copy allocates nothing.
+  /// Immutable and shared: a size is copied with its shape from node to node
+  /// as a graph is built, and a copy allocates nothing. Null is the constant
+  /// 0; otherwise the map is non-empty and holds no zero weight, so equal
+  /// pointers are equal expressions and null is the only form of 0.
   std::shared_ptr<const Terms> terms_;
 };
 
