@@ -185,8 +185,8 @@ class Interpreter {
     if (matches(got, n.outputs[i])) return;
     const Shape want = eval_shape(n.outputs[i].shape, ctx_.sizes);
     throw GraphError("%" + n.name + " (" + n.op + "): output " + std::to_string(i) + " is " +
-                       dtype_name(got.dtype) + shape_str(got.shape) + ", the node declares " +
-                       print_value_info(n.outputs[i]) + " = " + dtype_name(n.outputs[i].dtype) + shape_str(want));
+                     dtype_name(got.dtype) + shape_str(got.shape) + ", the node declares " +
+                     print_value_info(n.outputs[i]) + " = " + dtype_name(n.outputs[i].dtype) + shape_str(want));
   }
 
   // The declared dtype and shape, each size evaluated in place: every node's

@@ -34,7 +34,11 @@ SymExpr SymExpr::symbol(const std::string& name) { return from(Terms{{{name}, 1}
 SymExpr SymExpr::from(Terms t) {
   for (auto it = t.begin(); it != t.end();) it = it->second == 0 ? t.erase(it) : std::next(it);
   if (t.empty()) return SymExpr();
-  if (t.size() == 1 && t.begin()->first.empty()) return SymExpr(t.begin()->second);
+  // A constant of the shared table; any other expression keeps the map just built.
+  if (t.size() == 1 && t.begin()->first.empty()) {
+    const int64_t c = t.begin()->second;
+    if (c >= kSharedMin && c <= kSharedMax) return SymExpr(c);
+  }
   SymExpr e;
   e.terms_ = std::make_shared<const Terms>(std::move(t));
   return e;

@@ -19,6 +19,22 @@ TEST(SymExpr, CanonicalFormMakesEqualSizesEqual) {
   EXPECT_EQ(SymExpr::parse("(s0 + 1) * (s0 - 1)"), SymExpr::parse("s0*s0 - 1"));
 }
 
+// Constants inside and outside the shared table, made directly or computed,
+// have one form: equal, ordered by value, and 0 with no terms at all.
+TEST(SymExpr, ConstantsHaveOneFormWhereverTheyComeFrom) {
+  const SymExpr s0 = SymExpr::symbol("s0");
+  for (int64_t c : {int64_t{-9}, int64_t{-8}, int64_t{1}, int64_t{1024}, int64_t{1025}, int64_t{1} << 40}) {
+    const SymExpr computed = (s0 + SymExpr(c)) - s0;
+    EXPECT_EQ(computed, SymExpr(c)) << c;
+    EXPECT_EQ(computed.terms(), SymExpr(c).terms()) << c;
+    EXPECT_EQ(computed.constant(), c);
+    EXPECT_FALSE(computed < SymExpr(c) || SymExpr(c) < computed) << c;
+    EXPECT_TRUE((computed - SymExpr(c)).terms().empty()) << c;
+  }
+  EXPECT_TRUE((SymExpr(5000) * SymExpr(0)).terms().empty());
+  EXPECT_LT(SymExpr(3), SymExpr(2000));
+}
+
 TEST(SymExpr, EvaluatesAndPrints) {
   SymExpr e = SymExpr::parse("start_pos + s0");
   EXPECT_EQ(e.eval({{"start_pos", 3}, {"s0", 4}}), 7);
