@@ -24,7 +24,7 @@ std::vector<Tensor> softmax_without_max(const KernelArgs& a) {
       r.data[row * n + j] =
           all_masked ? 0.0 : round_to(r.dtype, std::exp(static_cast<float>(in[j])) / total);
   }
-  return {r};
+  return one_output(std::move(r));
 }
 
 // The matmul result held in bf16 before it is stored in its own dtype.

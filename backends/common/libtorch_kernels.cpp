@@ -83,7 +83,7 @@ KernelFn wrap(AtenFn fn, Finish finish = nullptr) {
     try {
       Tensor out = from_aten(fn(a), a.out_dtype());
       if (finish) finish(a, out);
-      return std::vector<Tensor>{std::move(out)};
+      return one_output(std::move(out));
     } catch (const c10::Error& e) {
       std::string msg = e.what_without_backtrace();
       throw KernelError(KernelError::Kind::unsupported, "LibTorch: " + msg.substr(0, msg.find('\n')));
@@ -257,7 +257,10 @@ KernelSet build() {
       bool active = a.flag(2, true) && p > 0;
       at::Tensor keep = active ? keep_mask(a, x, p) : at::ones_like(x, at::kBool);
       at::Tensor out = active ? dropout(x, keep, p) : x;
-      return std::vector<Tensor>{from_aten(out, a.out_dtype(0)), from_aten(keep, DType::b8)};
+      std::vector<Tensor> outputs;  // built in place: a braced list would copy both
+      outputs.push_back(from_aten(out, a.out_dtype(0)));
+      outputs.push_back(from_aten(keep, DType::b8));
+      return outputs;
     } catch (const c10::Error& e) {
       throw KernelError(KernelError::Kind::unsupported, std::string("LibTorch: ") + e.what_without_backtrace());
     }

@@ -27,7 +27,7 @@ using Kernel = std::function<Tensor(const KernelArgs&)>;
 KernelFn guarded(Kernel k) {
   return [k](const KernelArgs& a) -> std::vector<Tensor> {
     try {
-      return {k(a)};
+      return one_output(k(a));
     } catch (const cmsis::CmsisUndefined& e) {
       throw KernelError(KernelError::Kind::recoverable, "undefined behaviour in " + cmsis::describe(e.fault()));
     } catch (const cmsis::CmsisCheckFailed& e) {

@@ -30,7 +30,7 @@ void add_linear_kernel(KernelSet& k, bool exact, DType accumulation) {
         if (f16) accf = static_cast<float>(round_to(DType::f16, accf));
         out.data[r * n + o] = exact ? static_cast<double>(acc) : static_cast<double>(accf);
       }
-    return {out};
+    return one_output(std::move(out));
   });
 }
 

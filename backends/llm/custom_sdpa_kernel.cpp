@@ -155,6 +155,7 @@ class FlashAttention {
     const int64_t num_keys = is_causal_ ? std::min(reach, kv_size) : kv_size;
     std::vector<double> row_max(rows, kNegInf), row_sum(rows, 0), dst(rows * s_.Dv, 0);
     std::vector<double> x(kv_split);
+    const int64_t mask_cols = has_mask_ ? mask_->shape[1] : 0;  // run() checked the mask is 2-D
     for (int64_t n = 0; n < num_keys; n += kv_split) {
       const int64_t cols = std::min(kv_split, kv_size - n);
       for (int64_t r = 0; r < rows; ++r) {
@@ -167,7 +168,7 @@ class FlashAttention {
           // The causal -inf is written into q.k before the scale multiplies it.
           if (c >= fill_from) qk = kNegInf;
           double xv = arith_.round_acc(qk * scale_);
-          if (has_mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_->size(1) + n + c]);
+          if (has_mask_) xv = arith_.round_acc(xv + mask_->data[i * mask_cols + n + c]);
           x[c] = xv;
         }
         const double block_max = has_mask_ ? vector_max(x, cols) : fused_max(x, cols);
@@ -275,7 +276,7 @@ KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault) {
     if (q.dtype == DType::i8)
       throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
     (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
-    return std::vector<Tensor>{FlashAttention(a, numerics, fault).run()};
+    return one_output(FlashAttention(a, numerics, fault).run());
   };
 }
 

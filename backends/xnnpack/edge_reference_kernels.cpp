@@ -6,13 +6,6 @@
 namespace sdpa::xnnpack {
 namespace {
 
-// One result, moved (a braced list would copy it).
-std::vector<Tensor> one(Tensor t) {
-  std::vector<Tensor> out;
-  out.push_back(std::move(t));
-  return out;
-}
-
 // Portable mul.Scalar reads the Scalar as scalar_to<CTYPE_COMPUTE> (float
 // for f16 and f32): the graph's double literal is rounded there, in every
 // numerics, the exact one included.
@@ -32,7 +25,7 @@ std::vector<Tensor> eq_scalar(const KernelArgs& a) {
   const double s = a.real(1);
   Tensor r(DType::b8, x.shape);
   for (int64_t i = 0; i < x.numel(); ++i) r.data[i] = x.data[i] == s ? 1.0 : 0.0;
-  return one(std::move(r));
+  return one_output(std::move(r));
 }
 
 // any.dim(x, dim, keepdim): true where some element along `dim` is nonzero.
@@ -55,13 +48,13 @@ std::vector<Tensor> any_dim(const KernelArgs& a) {
       for (int64_t i = 0; i < len && !any; ++i) any = x.data[(o * len + i) * inner + e] != 0.0;
       r.data[o * inner + e] = any ? 1.0 : 0.0;
     }
-  return one(std::move(r));
+  return one_output(std::move(r));
 }
 
 std::vector<Tensor> full_like(const KernelArgs& a) {
   const Tensor& x = a.tensor(0);
   const DType t = a.kwarg_dtype("dtype").value_or(x.dtype);
-  return one(Tensor(t, x.shape, round_to(t, a.real(1))));
+  return one_output(Tensor(t, x.shape, round_to(t, a.real(1))));
 }
 
 }  // namespace

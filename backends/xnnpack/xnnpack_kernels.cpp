@@ -36,7 +36,7 @@ std::optional<Precision> precision_of(DType t) {
 template <typename F>
 std::vector<Tensor> xnn_call(const KernelArgs& a, F f) {
   try {
-    return {f()};
+    return one_output(f());
   } catch (const XnnpackError& e) {
     const auto kind = e.status_name == "xnn_status_unsupported_hardware" ? KernelError::Kind::unsupported
                                                                          : KernelError::Kind::recoverable;

@@ -72,6 +72,14 @@ class KernelArgs {
 
 using KernelFn = std::function<std::vector<Tensor>(const KernelArgs&)>;
 
+/// A kernel's one result, moved into its output list: a braced list would
+/// copy it (an initializer_list's elements are const).
+inline std::vector<Tensor> one_output(Tensor t) {
+  std::vector<Tensor> out;
+  out.push_back(std::move(t));
+  return out;
+}
+
 class KernelSet {
  public:
   explicit KernelSet(std::string name) : name_(std::move(name)) {}

@@ -179,7 +179,7 @@ KernelFn triton_sdpa_kernel(Numerics numerics) {
                     std::to_string(d.Lkv) + ". For decode (L_q < L_kv), use an explicit bool mask instead.");
     sm_scale(c.scale, d.D);  // evaluated before the mask checks upstream
     prepare_mask_params(c.mask, d.B, d.Lq, d.Lkv);
-    return std::vector<Tensor>{StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype()).run()};
+    return one_output(StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype()).run());
   };
 }
 

@@ -169,7 +169,7 @@ KernelFn triton_splitk_kernel(Numerics numerics, SplitKMax max) {
         if (numerics == Numerics::exact) exact_head(c, d, out, b, h);
         else kernel.head(out, b, h);
       }
-    return std::vector<Tensor>{out};
+    return one_output(std::move(out));
   };
 }
 

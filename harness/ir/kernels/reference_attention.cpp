@@ -360,28 +360,28 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
         weighted_values(n, t, a.out_dtype(), p.data(), vb, s.Lkv, s.Ev, acc, rounded, orow);
       }
     }
-  return one(std::move(out));
+  return one_output(std::move(out));
 }
 
 }  // namespace
 
 void add_attention_kernels(KernelSet& k, Num n) {
   k.add("aten.matmul.default", [n](const KernelArgs& a) {
-    return one(matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype()));
+    return one_output(matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype()));
   });
   k.add("aten.bmm.default", [n](const KernelArgs& a) {
     if (a.tensor(0).dim() != 3 || a.tensor(1).dim() != 3) refuse(a, "bmm takes two 3-D tensors");
     if (a.tensor(0).shape[0] != a.tensor(1).shape[0]) refuse(a, "bmm batch sizes differ");
-    return one(matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype()));
+    return one_output(matmul(a, n, a.tensor(0), a.tensor(1), a.out_dtype()));
   });
   k.add("aten._softmax.default", [n](const KernelArgs& a) {
-    return one(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false));
+    return one_output(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false));
   });
   k.add("aten.softmax.int", [n](const KernelArgs& a) {
-    return one(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false));
+    return one_output(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), false));
   });
   k.add("aten._safe_softmax.default", [n](const KernelArgs& a) {
-    return one(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), true));
+    return one_output(softmax(a, n, a.tensor(0), a.integer(1), a.out_dtype(), true));
   });
   k.add("aten.native_dropout.default", [n](const KernelArgs& a) { return native_dropout(a, n); });
   k.add("aten.scaled_dot_product_attention.default",

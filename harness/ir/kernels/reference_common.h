@@ -113,14 +113,6 @@ void for_each_offsets(const Shape& shape, const std::array<std::vector<int64_t>,
 /// Normalizes a possibly negative dim against rank r; throws GraphError.
 int64_t wrap_dim(int64_t d, int64_t r, const Node& node);
 
-/// A kernel's one result, moved into the output list: a braced list would
-/// copy it (an initializer_list's elements are const).
-inline std::vector<Tensor> one(Tensor t) {
-  std::vector<Tensor> out;
-  out.push_back(std::move(t));
-  return out;
-}
-
 [[noreturn]] void refuse(const KernelArgs& a, const std::string& why);
 
 void add_elementwise_kernels(KernelSet& k, Num n);

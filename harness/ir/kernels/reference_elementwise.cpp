@@ -40,14 +40,14 @@ void add_binary(KernelSet& k, Num n, const std::string& name, Binary f) {
     DType t = a.out_dtype();
     double alpha = a.kwarg_real("alpha").value_or(1.0);
     Binary g = f;
-    return one(broadcast_binary(a, a.tensor(0), a.tensor(1), t, [&](double x, double y) {
+    return one_output(broadcast_binary(a, a.tensor(0), a.tensor(1), t, [&](double x, double y) {
       return n.op(t, g(x, alpha == 1.0 ? y : y * alpha));
     }));
   });
   k.add("aten." + name + ".Scalar", [n, f](const KernelArgs& a) {
     DType t = a.out_dtype();
     double s = n.scalar(t, a.real(1));
-    return one(unary(a.tensor(0), t, [&](double x) { return n.op(t, f(x, s)); }));
+    return one_output(unary(a.tensor(0), t, [&](double x) { return n.op(t, f(x, s)); }));
   });
 }
 
@@ -65,18 +65,18 @@ void add_elementwise_kernels(KernelSet& k, Num n) {
   add_binary(k, n, "div", [](double x, double y) { return x / y; });
 
   k.add("aten.logical_not.default", [](const KernelArgs& a) {
-    return one(unary(a.tensor(0), DType::b8, [](double x) { return x == 0.0 ? 1.0 : 0.0; }));
+    return one_output(unary(a.tensor(0), DType::b8, [](double x) { return x == 0.0 ? 1.0 : 0.0; }));
   });
   k.add("aten.masked_fill.Scalar", [n](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
     double value = n.store(x.dtype, a.real(2));
-    return one(broadcast_binary(a, x, a.tensor(1), a.out_dtype(),
+    return one_output(broadcast_binary(a, x, a.tensor(1), a.out_dtype(),
                                                 [&](double v, double m) { return m != 0.0 ? value : v; }));
   });
   k.add("aten.where.Scalar", [n](const KernelArgs& a) {
     DType t = a.out_dtype();
     double yes = n.store(t, a.real(1)), no = n.store(t, a.real(2));
-    return one(unary(a.tensor(0), t, [&](double c) { return c != 0.0 ? yes : no; }));
+    return one_output(unary(a.tensor(0), t, [&](double c) { return c != 0.0 ? yes : no; }));
   });
   k.add("aten.where.self", [n](const KernelArgs& a) {
     const Tensor &c = a.tensor(0), &x = a.tensor(1), &y = a.tensor(2);
@@ -92,18 +92,18 @@ void add_elementwise_kernels(KernelSet& k, Num n) {
     for_each_offsets(*shape, src, [&](const std::array<int64_t, 3>& off) {
       *out++ = n.store(t, c.data[off[0]] != 0.0 ? x.data[off[1]] : y.data[off[2]]);
     });
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
   k.add("aten._to_copy.default", [n](const KernelArgs& a) {
     DType t = a.kwarg_dtype("dtype").value_or(a.out_dtype());
-    return one(unary(a.tensor(0), t, [&](double x) { return n.store(t, x); }));
+    return one_output(unary(a.tensor(0), t, [&](double x) { return n.store(t, x); }));
   });
-  k.add("aten.ones.default", [](const KernelArgs& a) { return one(filled(a, 1.0)); });
-  k.add("aten.zeros.default", [](const KernelArgs& a) { return one(filled(a, 0.0)); });
-  k.add("aten.full.default", [](const KernelArgs& a) { return one(filled(a, a.real(1))); });
+  k.add("aten.ones.default", [](const KernelArgs& a) { return one_output(filled(a, 1.0)); });
+  k.add("aten.zeros.default", [](const KernelArgs& a) { return one_output(filled(a, 0.0)); });
+  k.add("aten.full.default", [](const KernelArgs& a) { return one_output(filled(a, a.real(1))); });
   k.add("aten.zeros_like.default", [](const KernelArgs& a) {
     DType t = a.kwarg_dtype("dtype").value_or(a.tensor(0).dtype);
-    return one(Tensor(t, a.tensor(0).shape, 0.0));
+    return one_output(Tensor(t, a.tensor(0).shape, 0.0));
   });
   k.add("aten.tril.default", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
@@ -115,7 +115,7 @@ void add_elementwise_kernels(KernelSet& k, Num n) {
       int64_t j = f % cols, i = (f / cols) % rows;
       if (j - i > diagonal) r.data[f] = 0.0;
     }
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
 }
 

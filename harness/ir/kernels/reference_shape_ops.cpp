@@ -108,25 +108,25 @@ void add_shape_kernels(KernelSet& k, Num) {
     std::vector<int64_t> perm(x.dim());
     for (int64_t d = 0; d < x.dim(); ++d) perm[d] = d;
     std::swap(perm[wrap_dim(a.integer(1), x.dim(), a.node)], perm[wrap_dim(a.integer(2), x.dim(), a.node)]);
-    return one(permute(x, perm));
+    return one_output(permute(x, perm));
   });
   k.add("aten.permute.default", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
     auto perm = a.ints(1);
     if (static_cast<int64_t>(perm.size()) != x.dim()) refuse(a, "permute: wrong number of dims");
     for (auto& d : perm) d = wrap_dim(d, x.dim(), a.node);
-    return one(permute(x, perm));
+    return one_output(permute(x, perm));
   });
   for (const char* op : {"aten.contiguous.default", "aten.clone.default", "aten.alias.default"})
-    k.add(op, [](const KernelArgs& a) { return one(a.tensor(0)); });
+    k.add(op, [](const KernelArgs& a) { return one_output(a.tensor(0)); });
   for (const char* op : {"aten.reshape.default", "aten.view.default", "aten._unsafe_view.default"})
-    k.add(op, [](const KernelArgs& a) { return one(reshape(a, a.tensor(0), a.ints(1))); });
-  k.add("aten.expand.default", [](const KernelArgs& a) { return one(expand(a, a.tensor(0), a.ints(1))); });
+    k.add(op, [](const KernelArgs& a) { return one_output(reshape(a, a.tensor(0), a.ints(1))); });
+  k.add("aten.expand.default", [](const KernelArgs& a) { return one_output(expand(a, a.tensor(0), a.ints(1))); });
   k.add("aten.unsqueeze.default", [](const KernelArgs& a) {
     Tensor r = a.tensor(0);
     int64_t d = wrap_dim(a.integer(1), r.dim() + 1, a.node);
     r.shape.insert(r.shape.begin() + d, 1);
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
   k.add("aten.squeeze.dims", [](const KernelArgs& a) {
     Tensor r = a.tensor(0);
@@ -139,14 +139,14 @@ void add_shape_kernels(KernelSet& k, Num) {
     for (int64_t d = 0; d < r.dim(); ++d)
       if (!drop[d]) s.push_back(r.shape[d]);
     r.shape = s;
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
   k.add("aten.constant_pad_nd.default", [](const KernelArgs& a) {
     const double value = a.real(2, 0.0);
-    return one(pad_last_dim(a, a.tensor(0), a.ints(1), value));
+    return one_output(pad_last_dim(a, a.tensor(0), a.ints(1), value));
   });
   k.add("aten.slice.Tensor", [](const KernelArgs& a) {
-    return one(slice_last_dim(a, a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
+    return one_output(slice_last_dim(a, a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
   });
   k.add("aten.repeat.default", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
@@ -164,13 +164,13 @@ void add_shape_kernels(KernelSet& k, Num) {
       for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % in[d]) * xs[d];
       r.data[flat++] = x.data[off];
     });
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
   k.add("aten.slice.Tensor", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
     const int64_t dim = wrap_dim(a.integer(1, 0), x.dim(), a.node);
     const int64_t size = x.shape[dim];
-    return one(slice(a, x, dim, a.has(2) ? a.integer(2) : 0, a.has(3) ? a.integer(3) : size, a.integer(4, 1)));
+    return one_output(slice(a, x, dim, a.has(2) ? a.integer(2) : 0, a.has(3) ? a.integer(3) : size, a.integer(4, 1)));
   });
   k.add("aten.select.int", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
@@ -182,7 +182,7 @@ void add_shape_kernels(KernelSet& k, Num) {
                     std::to_string(x.shape[dim]));
     Tensor r = slice(a, x, dim, index, index + 1, 1);
     r.shape.erase(r.shape.begin() + dim);
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
   // Tensor.item(): the one element as a 0-d tensor. Keyword "binds" names
   // the unbacked symbol export binds to it (FX's unbacked_bindings): at a
@@ -195,7 +195,7 @@ void add_shape_kernels(KernelSet& k, Num) {
                                            static_cast<double>(std::get<int64_t>(*b)) != r.data[0])
       throw GraphError("%" + a.node.name + ": the element is " + std::to_string(r.data[0]) +
                        " but the symbol it binds is " + std::to_string(std::get<int64_t>(*b)) + " at this run");
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
   k.add("aten.repeat_interleave.self_int", [](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
@@ -211,7 +211,7 @@ void add_shape_kernels(KernelSet& k, Num) {
       for (int64_t i = 0; i < n * repeats; ++i)
         for (int64_t e = 0; e < inner; ++e)
           r.data[(o * n * repeats + i) * inner + e] = x.data[(o * n + i / repeats) * inner + e];
-    return one(std::move(r));
+    return one_output(std::move(r));
   });
 }
 

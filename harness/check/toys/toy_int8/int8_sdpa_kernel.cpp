@@ -25,7 +25,7 @@ std::vector<Tensor> quantize(const KernelArgs& a) {
   for (int64_t i = 0; i < x.numel(); ++i)
     out.data[i] = scale > 0 ? std::fmax(-qmax, std::fmin(qmax, std::round(x.data[i] / scale))) : 0.0;
   out.qparams = QParams{scale, 0, -static_cast<int64_t>(qmax), static_cast<int64_t>(qmax)};
-  return {out};
+  return one_output(std::move(out));
 }
 
 std::vector<Tensor> dequantize(const KernelArgs& a) {
@@ -33,7 +33,7 @@ std::vector<Tensor> dequantize(const KernelArgs& a) {
   const double scale = qparams_of(x).scale;
   Tensor out(DType::f32, x.shape);
   for (int64_t i = 0; i < x.numel(); ++i) out.data[i] = round_to(DType::f32, x.data[i] * scale);
-  return {out};
+  return one_output(std::move(out));
 }
 
 struct Int8Sdpa {
@@ -141,7 +141,7 @@ std::vector<Tensor> exact_sdpa(const KernelArgs& a) {
         }
       }
     }
-  return {out};
+  return one_output(std::move(out));
 }
 
 }  // namespace
@@ -155,7 +155,7 @@ KernelSet exact_int8_kernels() {
     for (double& x : t.data) x = s > 0 ? x / s : 0.0;
     t.dtype = DType::i8;
     t.qparams = QParams{s, 0, -qmax, qmax};
-    return std::vector<Tensor>{t};
+    return one_output(std::move(t));
   });
   k.add(kSdpaInt8Op, exact_sdpa);
   k.add(kDequantizeOp, [](const KernelArgs& a) {
@@ -163,7 +163,7 @@ KernelSet exact_int8_kernels() {
     for (double& x : t.data) x *= qparams_of(a.tensor(0)).scale;
     t.dtype = DType::f32;
     t.qparams.reset();
-    return std::vector<Tensor>{t};
+    return one_output(std::move(t));
   });
   return k;
 }
