@@ -4,7 +4,7 @@
 set -eu
 PACKAGES="cmake ninja-build g++ make libtorch-dev librapidcheck-dev libgtest-dev libgmock-dev \
 libeigen3-dev nlohmann-json3-dev libcli11-dev \
-chromium libxml2-utils python3-torch python3-yaml python3-hypothesis libxnnpack-dev libpthreadpool-dev libgoogle-perftools-dev valgrind"
+chromium libxml2-utils python3-torch python3-yaml python3-hypothesis libxnnpack-dev libpthreadpool-dev libgoogle-perftools-dev valgrind linux-perf"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -82,25 +82,25 @@ std::vector<int8_t> arm_batch_matmul_s8(const std::vector<int8_t>& lhs, const st
           mve.add(int64_t{l[k]} * r[k]);
           mve.add(int64_t{l[k]} * p.filter_offset);
         }
-        const std::string name = "acc[" + std::to_string(b) + "," + std::to_string(m) + "," + std::to_string(n) + "]";
+        const OperandName name("acc", {b, m, n});
         if (!scalar.safe())
           throw CmsisUndefined(
-              {kKernel, name,
+              {kKernel, name.str(),
                "Σ_k (lhs + input_offset)·(rhs + filter_offset) can overflow int32 (K=" + std::to_string(d.k) + ")"});
         if (!mve.safe())
           throw CmsisUndefined(
-              {kKernel, name, "the MVE path's Σ lhs·rhs + filter_offset·Σ lhs + vector_sum can overflow int32"});
+              {kKernel, name.str(), "the MVE path's Σ lhs·rhs + filter_offset·Σ lhs + vector_sum can overflow int32"});
         acc[(b * d.m + m) * d.n + n] = static_cast<int32_t>(scalar.value());
       }
 
   std::vector<int8_t> out(acc.size());
   for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
     const int64_t b = i / (d.m * d.n), m = i / d.n % d.m, n = i % d.n;
-    const std::string name = "acc[" + std::to_string(b) + "," + std::to_string(m) + "," + std::to_string(n) + "]";
+    const OperandName name("acc", {b, m, n});
     const int64_t v =
         int64_t{requantize_in(kKernel, name, acc[i], p.multiplier, p.shift, p.rounding, p.overflow)} + p.output_offset;
     if (!fits(v))
-      throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name + ") + output_offset overflows int32"});
+      throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));
   }
   return out;

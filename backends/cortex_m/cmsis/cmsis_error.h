@@ -4,6 +4,8 @@
 /// on (the ExecuTorch runtime's ET_CHECK_MSG, §1.7). Every refusal names the
 /// upstream function and the operand at fault; limits are checked before any
 /// arithmetic is done.
+#include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +22,28 @@ struct CmsisFault {
 
 /// "kernel: operand: what".
 std::string describe(const CmsisFault& fault);
+
+/// An operand's name, held as its parts and written out by str() only when
+/// a refusal needs it: the kernels name every element they check, and
+/// almost every element passes. str() gives the base ("v"), the base and an
+/// element's index ("acc[0,1,2]", or with row_column "input (row 1, column
+/// 2)"), then the suffix ("acc[0,1,2]·2^shift").
+class OperandName {
+ public:
+  enum class Style { brackets, row_column };
+  OperandName(const char* base) : base_(base) {}  // NOLINT(google-explicit-constructor): a plain name
+  /// Up to three indices (brackets) or exactly two (row_column).
+  OperandName(const char* base, std::initializer_list<int64_t> index, Style style = Style::brackets);
+  OperandName with_suffix(const char* suffix) const;
+  std::string str() const;
+
+ private:
+  const char* base_;
+  int64_t index_[3] = {0, 0, 0};
+  int count_ = 0;
+  Style style_ = Style::brackets;
+  const char* suffix_ = "";
+};
 
 /// The base of both refusals; `fault()` is the structured form of `what()`.
 class CmsisError : public std::runtime_error {

@@ -38,16 +38,16 @@ std::vector<int8_t> arm_elementwise_mul_s8(const std::vector<int8_t>& a, const s
   check_offset(p.input_2_offset, "input_2_offset");
   std::vector<int8_t> out(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    const std::string name = "product[" + std::to_string(i) + "]";
+    const OperandName name("product", {static_cast<int64_t>(i)});
     const int64_t product = (int64_t{a[i]} + p.input_1_offset) * (int64_t{b[i]} + p.input_2_offset);
     if (!fits(product))
-      throw CmsisUndefined({kKernel, name, "(a + input_1_offset)·(b + input_2_offset) overflows int32"});
+      throw CmsisUndefined({kKernel, name.str(), "(a + input_1_offset)·(b + input_2_offset) overflows int32"});
     const int64_t v =
         int64_t{requantize_in(kKernel, name, static_cast<int32_t>(product), p.multiplier, p.shift, p.rounding,
                               p.overflow)} +
         p.output_offset;
     if (!fits(v))
-      throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name + ") + output_offset overflows int32"});
+      throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));
   }
   return out;

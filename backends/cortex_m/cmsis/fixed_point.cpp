@@ -56,14 +56,14 @@ int32_t mult_by_power_of_two(int32_t x, int32_t exponent) {
   return static_cast<int32_t>(r > kInt32Max ? kInt32Max : r < kInt32Min ? kInt32Min : r);
 }
 
-int32_t shift_left_as_c(int32_t v, int32_t shift, const std::string& kernel, const std::string& operand) {
+int32_t shift_left_as_c(int32_t v, int32_t shift, const char* kernel, const OperandName& operand) {
   if (shift < 0 || shift > 31)
     throw CmsisUndefined(
         {kernel, "shift", "1 << " + std::to_string(shift) + " shifts an int32 by a negative amount or by 32 or more"});
   const int64_t r = int64_t{v} * (int64_t{1} << shift);
   if (r < kInt32Min || r > kInt32Max || (shift == 31 && v != 0))
     throw CmsisUndefined(
-        {kernel, operand,
+        {kernel, operand.str(),
          std::to_string(v) + " * (1 << " + std::to_string(shift) + ") overflows int32 (signed overflow)"});
   return static_cast<int32_t>(r);
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/cortex_m/cmsis/cmsis_error.h"
+
 namespace sdpa::cortex_m::cmsis {
 
 /// arm_nn_doubling_high_mult (MUL_SAT): floor((a·b + 2^30) / 2^31), i.e.
@@ -33,7 +35,7 @@ int32_t mult_by_power_of_two(int32_t x, int32_t exponent);
 /// must fit int32; for shift = 31 (`1 << 31` is INT32_MIN on the Arm
 /// compilers) only v = 0 does. Anything else is signed overflow: refused with
 /// CmsisUndefined naming `kernel` and `operand`.
-int32_t shift_left_as_c(int32_t v, int32_t shift, const std::string& kernel, const std::string& operand);
+int32_t shift_left_as_c(int32_t v, int32_t shift, const char* kernel, const OperandName& operand);
 
 /// arm_nn_exp_on_negative_values: gemmlowp's exp_on_negative_values for a
 /// Q5.26 input z <= 0, result in Q0.31; z == 0 gives INT32_MAX. Inputs z > 0

@@ -28,9 +28,6 @@ struct AnyOrderSum {
   bool safe() const { return fits(positive) && fits(negative); }
   int64_t value() const { return positive + negative; }
 };
-
-std::string at(int64_t r, int64_t n) { return "[" + std::to_string(r) + "," + std::to_string(n) + "]"; }
-
 }  // namespace
 
 std::vector<int8_t> arm_fully_connected_s8(const std::vector<int8_t>& input, const std::vector<int8_t>& weight,
@@ -65,15 +62,15 @@ std::vector<int8_t> arm_fully_connected_s8(const std::vector<int8_t>& input, con
       if (!bias.empty()) s.add(bias[n]);
       for (int64_t k = 0; k < d.k; ++k) s.add((int64_t{input[r * d.k + k]} + p.input_offset) * weight[n * d.k + k]);
       if (!s.safe())
-        throw CmsisUndefined({kKernel, "acc" + at(r, n),
+        throw CmsisUndefined({kKernel, OperandName("acc", {r, n}).str(),
                               "Σ_k (input + input_offset)·w + bias can overflow int32 (K=" + std::to_string(d.k) + ")"});
       acc[r * d.n + n] = static_cast<int32_t>(s.value());
     }
   for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
-    const std::string name = "acc" + at(i / std::max<int64_t>(d.n, 1), i % std::max<int64_t>(d.n, 1));
+    const OperandName name("acc", {i / std::max<int64_t>(d.n, 1), i % std::max<int64_t>(d.n, 1)});
     const int64_t v =
         int64_t{requantize_in(kKernel, name, acc[i], p.multiplier, p.shift, p.rounding, p.overflow)} + p.output_offset;
-    if (!fits(v)) throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name + ") + output_offset overflows int32"});
+    if (!fits(v)) throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));
   }
   return out;

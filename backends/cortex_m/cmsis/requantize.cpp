@@ -13,7 +13,7 @@ namespace {
 
 // CMSIS_NN_USE_SINGLE_ROUNDING: one rounding of v·M / 2^(31 - s), half toward
 // +inf, in 64-bit; s = 31 leaves no rounding bit and is refused.
-int32_t single_rounding(const std::string& kernel, int32_t v, int32_t multiplier, int32_t shift) {
+int32_t single_rounding(const char* kernel, int32_t v, int32_t multiplier, int32_t shift) {
   const int32_t total_shift = 31 - shift;
   if (total_shift < 1)
     throw CmsisUndefined({kernel, "shift", std::to_string(shift) + ": single rounding needs 31 - shift >= 1"});
@@ -26,7 +26,7 @@ int32_t single_rounding(const std::string& kernel, int32_t v, int32_t multiplier
 
 }  // namespace
 
-int32_t requantize_in(const std::string& kernel, const std::string& value, int32_t v, int32_t multiplier,
+int32_t requantize_in(const char* kernel, const OperandName& value, int32_t v, int32_t multiplier,
                       int32_t shift, Rounding rounding, Overflow overflow) {
   if (multiplier == std::numeric_limits<int32_t>::min())
     throw CmsisUndefined(
@@ -38,7 +38,7 @@ int32_t requantize_in(const std::string& kernel, const std::string& value, int32
   // Two's complement wrap of the 32-bit product (unsigned arithmetic is defined modulo 2^32).
   const int32_t shifted = overflow == Overflow::wrap
                               ? static_cast<int32_t>(static_cast<uint32_t>(v) << left)
-                              : shift_left_as_c(v, left, kernel, value + "·2^shift");
+                              : shift_left_as_c(v, left, kernel, value.with_suffix("·2^shift"));
   return divide_by_power_of_two(doubling_high_mult_no_sat(shifted, multiplier), right);
 }
 

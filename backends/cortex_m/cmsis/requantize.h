@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/cortex_m/cmsis/cmsis_error.h"
+
 namespace sdpa::cortex_m::cmsis {
 
 /// Which arm_nn_requantize CMSIS-NN is built with: the default C path (double
@@ -29,7 +31,7 @@ int32_t requantize(int32_t v, int32_t multiplier, int32_t shift, Overflow overfl
 
 /// requantize as a step of `kernel`: a refusal names `kernel` and the operands
 /// "multiplier", "shift" or `value` + "·2^shift" (e.g. "acc[0,1,2]·2^shift").
-int32_t requantize_in(const std::string& kernel, const std::string& value, int32_t v, int32_t multiplier,
+int32_t requantize_in(const char* kernel, const OperandName& value, int32_t v, int32_t multiplier,
                       int32_t shift, Rounding rounding = Rounding::double_rounding,
                       Overflow overflow = Overflow::undefined);
 

@@ -18,11 +18,6 @@ namespace sdpa::cortex_m::cmsis {
 namespace {
 
 constexpr const char* kKernel = "arm_softmax_s8";
-
-std::string row_col(int64_t r, int64_t c) {
-  return "input (row " + std::to_string(r) + ", column " + std::to_string(c) + ")";
-}
-
 }  // namespace
 
 std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
@@ -44,7 +39,7 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
   for (int64_t r = 0; r < num_rows; ++r) {
     const int8_t* x = input.data() + r * row_size;
     const int32_t max = *std::max_element(x, x + row_size);
-    const std::string row = " (row " + std::to_string(r) + ")";
+    auto row = [r] { return " (row " + std::to_string(r) + ")"; };  // for a refusal's operand only
 
     // The exponent of each kept element, Q0.31 (nothing is kept below diff_min).
     std::vector<int32_t> e(row_size, 0);
@@ -55,20 +50,20 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
       if (d < diff_min) continue;
       kept[c] = true;
       e[c] = exp_on_negative_values(
-          doubling_high_mult(shift_left_as_c(d, params.shift, kKernel, row_col(r, c)), params.mult));
+          doubling_high_mult(shift_left_as_c(d, params.shift, kKernel, OperandName("input", {r, c}, OperandName::Style::row_column)), params.mult));
       sum += divide_by_power_of_two(e[c], kSoftmaxAccumBits);
       if (sum > std::numeric_limits<int32_t>::max())
         throw CmsisUndefined(
-            {kKernel, "sum" + row, "the Q12.19 row sum overflows int32 at column " + std::to_string(c)});
+            {kKernel, "sum" + row(), "the Q12.19 row sum overflows int32 at column " + std::to_string(c)});
     }
     if (sum == 0)
       throw CmsisUndefined(
-          {kKernel, "sum" + row, "0 (no element within diff_min of the max): CLZ(0) = 32 and sum << 32 is undefined"});
+          {kKernel, "sum" + row(), "0 (no element within diff_min of the max): CLZ(0) = 32 and sum << 32 is undefined"});
 
     const int32_t headroom = count_leading_zeros(static_cast<uint32_t>(sum));
     const int32_t bits_over_unit = kSoftmaxAccumBits - headroom + 23;
     if (bits_over_unit > 31)
-      throw CmsisUndefined({kKernel, "bits_over_unit" + row,
+      throw CmsisUndefined({kKernel, "bits_over_unit" + row(),
                             "DIV_POW2 by " + std::to_string(bits_over_unit) + " (row sum " + std::to_string(sum) +
                                 " >= 2^28, a real sum of exponentials >= 512): a C shift by 32 or more"});
     // sum·2^headroom is in [2^31, 2^32): minus 2^31 it is x of 1/(1 + x), in Q0.31.

@@ -1,0 +1,42 @@
+# Puts each function's own cost in one class, by its name and library, and
+# prints each class's share: what bench/instructions.sh (callgrind's
+# instructions) and bench/time_split.sh (perf's samples) report.
+# Input: COUNT<TAB>FILE<TAB>FUNCTION<TAB>LIBRARY lines; the lines of the file
+# named by -v minus=FILE are subtracted (a shorter run, to cancel start-up).
+# -v cases=N divides the net total, -v scale=X multiplies it (default 1),
+# -v unit=WORDS names what the result counts.
+BEGIN { FS = "\t"; if (scale == "") scale = 1 }
+
+function classify(file, fn, obj,    name) {
+  gsub(/\(anonymous namespace\)/, "anon", fn)
+  # A std::function wrapper is named by the lambda it calls.
+  if (fn ~ /^std::_Function_handler</ && index(fn, "), ") > 0) fn = substr(fn, index(fn, "), ") + 3)
+  name = fn
+  if (index(name, "(") > 0) name = substr(name, 1, index(name, "(") - 1)
+  if (obj ~ /libtorch/ && name ~ /^0x/) return "LibTorch, code without symbols (its vectorized kernels, mostly)"
+  if (file ~ /\/math\/|ieee754/ || obj ~ /libm\.|libsleef|libblas|libopenblas|liblapack/) return "arithmetic: libm, Sleef, BLAS"
+  if (obj ~ /libtorch|libc10|libdnnl|libgomp/) return "LibTorch and c10, named: dispatch, TensorIterator, tensor set-up"
+  if (obj ~ /kernel|ld-linux|vdso/) return "operating system, dynamic linker"
+  if (name ~ /rc::|(^|::)gen_|[Dd]raw|case_gen/) return "case generation (RapidCheck and the generators)"
+  if (name ~ /operator new|operator delete|tcmalloc|tc_|malloc|free|_M_fill_assign|memset|_M_realloc|_M_create|_M_default_append|~/) return "allocation, zero-filling and destruction"
+  if (name ~ /memcpy|memmove|memcmp|strlen|basic_string|string::|_Rb_tree|uninit_copy|std::map|operator=|to_aten|from_aten|permute|swap_heads/) return "copying, strings and maps"
+  if (name ~ /sdpa::ref::|AttentionCall|row_facts|softmax|golden|round_to|ulp|ompensated|two_|exp_no_underflow|error_bound|compare_|structural|max_abs|key_norms|CounterStream|dropout_keep|mask_keeps|make_input|make_mask|causal_keeps|matmul|FlashAttention|custom_sdpa_kernel|StandardSdpa|SplitK|cmsis|xnn|Xnnpack|quantize|requantize/) return "arithmetic: kernels, oracles, case data, comparison"
+  if (name ~ /Interpreter|SymExpr|eval_shape|Graph|verify_graph|KernelSet|KernelArgs|resolve|check_meta|Node|concrete_sizes|Rewriter|Validator|wrap|sdpa_entry/) return "graph, interpreter and shapes"
+  return "other: campaign, checker, statistics, exceptions"
+}
+
+{
+  n = $1 + 0
+  if (FILENAME == minus) n = -n
+  c = classify($2, $3, $4)
+  share[c] += n; total += n
+  if (c ~ /^other/) other[$3] += n
+}
+
+END {
+  printf "%s: %.0f %s per case\n", target, total * scale / cases, unit
+  for (c in share) printf "  %5.1f%%  %s\n", 100 * share[c] / total, c | "sort -rn"
+  close("sort -rn")
+  for (f in other) if (other[f] > top) { top = other[f]; top_name = f }
+  if (top_name != "") printf "  the largest in other: %.1f%% %s\n", 100 * top / total, substr(top_name, 1, 100)
+}
