@@ -19,8 +19,8 @@ function classify(file, fn, obj,    name) {
   if (obj ~ /kernel|ld-linux|vdso/) return "operating system, dynamic linker"
   if (name ~ /rc::|(^|::)gen_|[Dd]raw|case_gen/) return "case generation (RapidCheck and the generators)"
   if (name ~ /operator new|operator delete|tcmalloc|tc_|malloc|free|_M_fill_assign|memset|_M_realloc|_M_create|_M_default_append|~/) return "allocation, zero-filling and destruction"
-  if (name ~ /memcpy|memmove|memcmp|strlen|basic_string|string::|_Rb_tree|uninit_copy|std::map|operator=|to_aten|from_aten|permute|swap_heads/) return "copying, strings and maps"
-  if (name ~ /sdpa::ref::|AttentionCall|row_facts|softmax|golden|round_to|ulp|ompensated|two_|exp_no_underflow|error_bound|compare_|structural|max_abs|key_norms|CounterStream|dropout_keep|mask_keeps|make_input|make_mask|causal_keeps|matmul|FlashAttention|custom_sdpa_kernel|StandardSdpa|SplitK|cmsis|xnn|Xnnpack|quantize|requantize/) return "arithmetic: kernels, oracles, case data, comparison"
+  if (name ~ /memcpy|memmove|memcmp|strlen|basic_string|string::|_Rb_tree|uninit_copy|std::map|operator=|to_aten|from_aten|permute|swap_heads|codes|int8_result/) return "copying, strings and maps"
+  if (name ~ /sdpa::ref::|AttentionCall|row_facts|softmax|golden|round_to|ulp|ompensated|two_|exp_no_underflow|error_bound|compare_|structural|max_abs|key_norms|CounterStream|dropout_keep|mask_keeps|make_input|make_mask|causal_keeps|matmul|FlashAttention|custom_sdpa_kernel|StandardSdpa|SplitK|cmsis|xnn|Xnnpack|quantize|requantize|_stage|out_of_bound/) return "arithmetic: kernels, oracles, case data, comparison"
   if (name ~ /Interpreter|SymExpr|eval_shape|Graph|verify_graph|KernelSet|KernelArgs|resolve|check_meta|Node|concrete_sizes|Rewriter|Validator|wrap|sdpa_entry/) return "graph, interpreter and shapes"
   return "other: campaign, checker, statistics, exceptions"
 }

@@ -7,12 +7,16 @@
 namespace sdpa::xnnpack {
 
 bool feeds_bmm_through_copies(const Graph& g, int index) {
+  return feeds_bmm_through_copies(g, index, g.users_of_each());
+}
+
+bool feeds_bmm_through_copies(const Graph& g, int index, const std::vector<std::vector<int>>& users) {
   std::vector<int> work{index};
   std::set<int> seen{index};
   while (!work.empty()) {
     const int n = work.back();
     work.pop_back();
-    for (int user : g.users(n)) {
+    for (int user : users[static_cast<size_t>(n)]) {
       const std::string& op = g.nodes[user].op;
       if (op == kBmm) return true;
       if ((op == kExpandCopy || op == kViewCopy) && seen.insert(user).second) work.push_back(user);
@@ -44,6 +48,7 @@ Pass::Result LiftConstantScalarOperandsPass::run(const Graph& g, const ShapeEnv&
                                                  const RewriteControl& control) const {
   Result result;
   std::set<int> lift;
+  const std::vector<std::vector<int>> users = g.users_of_each();
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
     const Node& n = g.nodes[i];
     if (n.op != kMulScalar || n.args.size() != 2 || !std::holds_alternative<ValueRef>(n.args[0]) ||
@@ -54,10 +59,12 @@ Pass::Result LiftConstantScalarOperandsPass::run(const Graph& g, const ShapeEnv&
     const DType in = g.info(std::get<ValueRef>(n.args[0])).dtype, out = n.outputs[0].dtype;
     bool ok = guard.rule("same-dtype", in == out,
                          std::string("input ") + dtype_name(in) + ", output " + dtype_name(out));
-    if (ok && guarded_)
-      guard.rule("not-feeding-qk-bmm", !feeds_bmm_through_copies(g, i),
-                 feeds_bmm_through_copies(g, i) ? "reaches a bmm through expand_copy/view_copy: kept for ConvertToSDPAPass"
-                                                : "reaches no bmm through expand_copy/view_copy only");
+    if (ok && guarded_) {
+      const bool feeds = feeds_bmm_through_copies(g, i, users);
+      guard.rule("not-feeding-qk-bmm", !feeds,
+                 feeds ? "reaches a bmm through expand_copy/view_copy: kept for ConvertToSDPAPass"
+                       : "reaches no bmm through expand_copy/view_copy only");
+    }
     Decision d = guard.finish();
     d.forced = !d.rewrite && control.rewrites(d);
     result.decisions.push_back(d);

@@ -78,7 +78,7 @@ std::optional<int> softmax_of_add(const Graph& g, Walk& w, int p_expand) {
   return add;
 }
 
-std::optional<SdpaPatternMatch> match_at(const Graph& g, int out) {
+std::optional<SdpaPatternMatch> match_at(const Graph& g, int out, const std::vector<std::vector<int>>& users) {
   SdpaPatternMatch m;
   m.output = out;
   if (g.nodes[out].op != kViewCopy) return std::nullopt;
@@ -107,7 +107,7 @@ std::optional<SdpaPatternMatch> match_at(const Graph& g, int out) {
   const std::set<int> inside(m.nodes.begin(), m.nodes.end());
   for (int n : m.nodes) {
     if (n == out) continue;
-    for (int user : g.users(n))
+    for (int user : users[static_cast<size_t>(n)])
       if (!inside.count(user)) return std::nullopt;
     for (const auto& o : g.outputs)
       if (o.node == n) return std::nullopt;
@@ -120,8 +120,9 @@ std::optional<SdpaPatternMatch> match_at(const Graph& g, int out) {
 std::vector<SdpaPatternMatch> match_sdpa_pattern(const Graph& g) {
   std::vector<SdpaPatternMatch> out;
   std::set<int> taken;
+  const std::vector<std::vector<int>> users = g.users_of_each();
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
-    auto m = match_at(g, i);
+    auto m = match_at(g, i, users);
     if (!m) continue;
     if (std::any_of(m->nodes.begin(), m->nodes.end(), [&](int n) { return taken.count(n) > 0; })) continue;
     taken.insert(m->nodes.begin(), m->nodes.end());

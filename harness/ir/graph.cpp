@@ -137,6 +137,21 @@ std::vector<int> Graph::users(int index) const {
   return out;
 }
 
+std::vector<std::vector<int>> Graph::users_of_each() const {
+  std::vector<std::vector<int>> out(nodes.size());
+  auto note = [&](const Arg& a, int user) {
+    const auto* v = std::get_if<ValueRef>(&a);
+    if (!v || v->node < 0 || v->node >= static_cast<int>(nodes.size())) return;
+    std::vector<int>& users = out[static_cast<size_t>(v->node)];
+    if (users.empty() || users.back() != user) users.push_back(user);  // once per user, in node order
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& a : nodes[i].args) note(a, static_cast<int>(i));
+    for (const auto& [k, a] : nodes[i].kwargs) note(a, static_cast<int>(i));
+  }
+  return out;
+}
+
 int Graph::count(const std::string& op) const {
   int n = 0;
   for (const auto& node : nodes) {

@@ -66,6 +66,8 @@ struct Graph {
   const ValueInfo& info(ValueRef v) const { return nodes.at(v.node).outputs.at(v.output); }
   /// Indices of nodes whose args or kwargs read any output of node `index`.
   std::vector<int> users(int index) const;
+  /// users(i) of every node i, found in one pass over the graph.
+  std::vector<std::vector<int>> users_of_each() const;
   /// Index of the node named `name`, or -1.
   int find(const std::string& name) const;
   /// Number of nodes calling `op`, in this graph and its subgraphs.

@@ -55,6 +55,28 @@ TEST(Graph, SameGraphSeesEveryChange) {
   EXPECT_FALSE(same_graph(other_output, g));
 }
 
+// users_of_each() lists each node's readers once each, in node order, as
+// users() does node by node: a reader of two outputs, of one output twice,
+// through a kwarg, and a node nothing reads.
+TEST(Graph, UsersOfEachAgreesWithUsers) {
+  Graph g;
+  SymShape s{SymExpr(4)};
+  ValueRef x = g.placeholder("x", {DType::f32, s});
+  ValueRef two = g.call("aten.split.Tensor", {x, int64_t{2}}, {}, {{DType::f32, {SymExpr(2)}}, {DType::f32, {SymExpr(2)}}});
+  ValueRef second{two.node, 1};
+  ValueRef sum = g.call("aten.add.Tensor", {two, second}, {}, {{DType::f32, {SymExpr(2)}}});
+  ValueRef sq = g.call("aten.mul.Tensor", {sum, sum}, {{"other", sum}}, {{DType::f32, {SymExpr(2)}}});
+  g.call("aten.neg.default", {x}, {}, {{DType::f32, s}});
+  g.outputs = {sq};
+  const auto each = g.users_of_each();
+  ASSERT_EQ(each.size(), g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) EXPECT_EQ(each[i], g.users(static_cast<int>(i))) << i;
+  EXPECT_EQ(each[static_cast<size_t>(x.node)], (std::vector<int>{two.node, 4}));
+  EXPECT_EQ(each[static_cast<size_t>(two.node)], std::vector<int>{sum.node});
+  EXPECT_EQ(each[static_cast<size_t>(sum.node)], std::vector<int>{sq.node});
+  EXPECT_TRUE(each[4].empty());
+}
+
 TEST(Graph, MultiOutputNodesAndQParams) {
   Graph g;
   SymShape s{SymExpr(4)};

@@ -6,12 +6,9 @@ namespace sdpa::cortex_m::cmsis {
 
 std::string describe(const CmsisFault& fault) { return fault.kernel + ": " + fault.operand + ": " + fault.what; }
 
-OperandName::OperandName(const char* base, std::initializer_list<int64_t> index, Style style)
-    : base_(base), style_(style) {
-  if (index.size() > 3 || (style == Style::row_column && index.size() != 2))
-    throw std::logic_error(std::string("OperandName ") + base + ": " + std::to_string(index.size()) +
-                           " indices for its style");
-  for (int64_t i : index) index_[count_++] = i;
+void OperandName::too_many(size_t indices) const {
+  throw std::logic_error(std::string("OperandName ") + base_ + ": " + std::to_string(indices) +
+                         " indices for its style");
 }
 
 OperandName OperandName::with_suffix(const char* suffix) const {

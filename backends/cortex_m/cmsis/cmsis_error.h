@@ -33,11 +33,17 @@ class OperandName {
   enum class Style { brackets, row_column };
   OperandName(const char* base) : base_(base) {}  // NOLINT(google-explicit-constructor): a plain name
   /// Up to three indices (brackets) or exactly two (row_column).
-  OperandName(const char* base, std::initializer_list<int64_t> index, Style style = Style::brackets);
+  OperandName(const char* base, std::initializer_list<int64_t> index, Style style = Style::brackets)
+      : base_(base), style_(style) {
+    if (index.size() > 3 || (style == Style::row_column && index.size() != 2)) too_many(index.size());
+    for (int64_t i : index) index_[count_++] = i;
+  }
   OperandName with_suffix(const char* suffix) const;
   std::string str() const;
 
  private:
+  [[noreturn]] void too_many(size_t indices) const;
+
   const char* base_;
   int64_t index_[3] = {0, 0, 0};
   int count_ = 0;
