@@ -70,5 +70,17 @@ TEST(StageReference, DoubleRoundingHoldsAndSingleRoundingIsNamed) {
   EXPECT_TRUE(caught);
 }
 
+// A softmax stage whose rows hold no element checks nothing and returns: a
+// row width of 0 must not step through the tensor by 0 forever.
+TEST(StageReference, SoftmaxStageOverEmptyRowsReturns) {
+  Graph g;
+  const SymShape s{SymExpr(2), SymExpr(0)};
+  ValueRef x = g.placeholder("x", {DType::i8, s, QParams{}});
+  g.outputs = {g.call(kSoftmaxOp, {x}, {{"input_scale", 0.1}}, {{DType::i8, s, QParams{}}})};
+  Execution run;
+  run.values = {{Tensor(DType::i8, {2, 0})}, {Tensor(DType::i8, {2, 0})}};
+  EXPECT_EQ(first_stage_out_of_bound(g, run), std::nullopt);
+}
+
 }  // namespace
 }  // namespace sdpa::cortex_m
