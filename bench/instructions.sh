@@ -28,7 +28,10 @@ callgrind_annotate --threshold=100 "$OUT/cg" |
          line = $0
          sub(/^ *[0-9,]+ \( *[0-9.]+%\)  /, "", line)
          obj = ""
-         if (match(line, / \[[^]]*\]$/)) { obj = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, 1, RSTART - 1) }
+         if (match(line, / \[[^]]*\]$/)) {
+           obj = substr(line, RSTART + 2, RLENGTH - 3)
+           line = substr(line, 1, RSTART - 1)
+         }
          colon = match(line, /:[^:]/)
          printf "%s\t%s\t%s\t%s\n", n, substr(line, 1, colon - 1), substr(line, colon + 1), obj
        }' >"$OUT/counts"

@@ -26,5 +26,6 @@ samples() {  # cases, output file
 }
 samples 1000 "$OUT/short"
 samples $((1000 + CASES)) "$OUT/long"
-awk -v cases="$CASES" -v target="$TARGET" -v scale="$(awk 'BEGIN { print 1e6 / 2999 }')" -v unit="microseconds (perf samples at 2999 Hz)" -v minus="$OUT/short" \
+awk -v cases="$CASES" -v target="$TARGET" -v scale="$(awk 'BEGIN { print 1e6 / 2999 }')" \
+  -v unit="microseconds (perf samples at 2999 Hz)" -v minus="$OUT/short" \
   -f "$HERE/function_classes.awk" "$OUT/short" "$OUT/long"

@@ -62,7 +62,8 @@ TEST(Graph, UsersOfEachAgreesWithUsers) {
   Graph g;
   SymShape s{SymExpr(4)};
   ValueRef x = g.placeholder("x", {DType::f32, s});
-  ValueRef two = g.call("aten.split.Tensor", {x, int64_t{2}}, {}, {{DType::f32, {SymExpr(2)}}, {DType::f32, {SymExpr(2)}}});
+  const ValueInfo half{DType::f32, {SymExpr(2)}};
+  ValueRef two = g.call("aten.split.Tensor", {x, int64_t{2}}, {}, {half, half});
   ValueRef second{two.node, 1};
   ValueRef sum = g.call("aten.add.Tensor", {two, second}, {}, {{DType::f32, {SymExpr(2)}}});
   ValueRef sq = g.call("aten.mul.Tensor", {sum, sum}, {{"other", sum}}, {{DType::f32, {SymExpr(2)}}});

@@ -89,7 +89,8 @@ std::vector<int8_t> arm_batch_matmul_s8(const std::vector<int8_t>& lhs, const st
                "Σ_k (lhs + input_offset)·(rhs + filter_offset) can overflow int32 (K=" + std::to_string(d.k) + ")"});
         if (!mve.safe())
           throw CmsisUndefined(
-              {kKernel, name.str(), "the MVE path's Σ lhs·rhs + filter_offset·Σ lhs + vector_sum can overflow int32"});
+              {kKernel, name.str(),
+               "the MVE path's Σ lhs·rhs + filter_offset·Σ lhs + vector_sum can overflow int32"});
         acc[(b * d.m + m) * d.n + n] = static_cast<int32_t>(scalar.value());
       }
 
@@ -100,7 +101,8 @@ std::vector<int8_t> arm_batch_matmul_s8(const std::vector<int8_t>& lhs, const st
     const int64_t v =
         int64_t{requantize_in(kKernel, name, acc[i], p.multiplier, p.shift, p.rounding, p.overflow)} + p.output_offset;
     if (!fits(v))
-      throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
+      throw CmsisUndefined(
+          {kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));
   }
   return out;

@@ -47,7 +47,8 @@ std::vector<int8_t> arm_elementwise_mul_s8(const std::vector<int8_t>& a, const s
                               p.overflow)} +
         p.output_offset;
     if (!fits(v))
-      throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
+      throw CmsisUndefined(
+          {kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));
   }
   return out;

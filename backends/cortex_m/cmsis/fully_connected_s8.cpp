@@ -28,6 +28,7 @@ struct AnyOrderSum {
   bool safe() const { return fits(positive) && fits(negative); }
   int64_t value() const { return positive + negative; }
 };
+
 }  // namespace
 
 std::vector<int8_t> arm_fully_connected_s8(const std::vector<int8_t>& input, const std::vector<int8_t>& weight,
@@ -70,7 +71,8 @@ std::vector<int8_t> arm_fully_connected_s8(const std::vector<int8_t>& input, con
     const OperandName name("acc", {i / std::max<int64_t>(d.n, 1), i % std::max<int64_t>(d.n, 1)});
     const int64_t v =
         int64_t{requantize_in(kKernel, name, acc[i], p.multiplier, p.shift, p.rounding, p.overflow)} + p.output_offset;
-    if (!fits(v)) throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
+    if (!fits(v))
+      throw CmsisUndefined({kKernel, "output_offset", "requantize(" + name.str() + ") + output_offset overflows int32"});
     out[i] = static_cast<int8_t>(std::clamp<int64_t>(v, p.activation_min, p.activation_max));
   }
   return out;

@@ -18,6 +18,7 @@ namespace sdpa::cortex_m::cmsis {
 namespace {
 
 constexpr const char* kKernel = "arm_softmax_s8";
+
 }  // namespace
 
 std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
@@ -49,8 +50,8 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
       const int32_t d = x[c] - max;
       if (d < diff_min) continue;
       kept[c] = true;
-      e[c] = exp_on_negative_values(
-          doubling_high_mult(shift_left_as_c(d, params.shift, kKernel, OperandName("input", {r, c}, OperandName::Style::row_column)), params.mult));
+      const OperandName input("input", {r, c}, OperandName::Style::row_column);
+      e[c] = exp_on_negative_values(doubling_high_mult(shift_left_as_c(d, params.shift, kKernel, input), params.mult));
       sum += divide_by_power_of_two(e[c], kSoftmaxAccumBits);
       if (sum > std::numeric_limits<int32_t>::max())
         throw CmsisUndefined(
@@ -58,7 +59,8 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
     }
     if (sum == 0)
       throw CmsisUndefined(
-          {kKernel, "sum" + row(), "0 (no element within diff_min of the max): CLZ(0) = 32 and sum << 32 is undefined"});
+          {kKernel, "sum" + row(),
+           "0 (no element within diff_min of the max): CLZ(0) = 32 and sum << 32 is undefined"});
 
     const int32_t headroom = count_leading_zeros(static_cast<uint32_t>(sum));
     const int32_t bits_over_unit = kSoftmaxAccumBits - headroom + 23;
