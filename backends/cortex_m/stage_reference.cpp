@@ -112,11 +112,23 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
   const Tensor& x = arg_value(g, run, n, 0);
   const long double s = kwarg(n, "input_scale");
   const int64_t row = x.shape.back();
-  std::vector<long double> e(static_cast<size_t>(row));  // a row's exps, each computed once
+  std::vector<long double> e(static_cast<size_t>(row));  // a row's exps
+  // The int8 codes' differences from their row max are the integers -255..0:
+  // exp((x - max)·s) of each, computed once for the stage.
+  std::vector<long double> exp_of(256);
+  std::vector<bool> known(256, false);
+  auto exp_at = [&](long double d) {
+    const long double x_s = d * s;
+    const bool code = d <= 0 && d >= -255 && d == static_cast<long double>(static_cast<int>(d));
+    if (!code) return std::exp(x_s);  // not a difference of int8 codes: computed
+    const auto i = static_cast<size_t>(-static_cast<int>(d));
+    if (!known[i]) exp_of[i] = std::exp(x_s), known[i] = true;
+    return exp_of[i];
+  };
   for (int64_t r0 = 0; row > 0 && r0 + row <= x.numel(); r0 += row) {
     long double mx = -std::numeric_limits<long double>::infinity(), total = 0;
     for (int64_t j = 0; j < row; ++j) mx = std::fmax(mx, x.data[r0 + j]);
-    for (int64_t j = 0; j < row; ++j) total += e[j] = std::exp((x.data[r0 + j] - mx) * s);
+    for (int64_t j = 0; j < row; ++j) total += e[j] = exp_at(x.data[r0 + j] - mx);
     for (int64_t j = 0; j < row; ++j) {
       const int64_t fake = clamp8(round_even(256 * e[j] / total) - 128);
       const int64_t got = static_cast<int64_t>(out.data[r0 + j]);

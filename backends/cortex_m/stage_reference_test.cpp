@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "backends/common/sdpa_entry.h"
@@ -68,6 +70,40 @@ TEST(StageReference, DoubleRoundingHoldsAndSingleRoundingIsNamed) {
     }
   }
   EXPECT_TRUE(caught);
+}
+
+// The softmax stage holds each output to 2 LSB of round(256·softmax) - 128
+// in long double: rows of int8 codes (their exps shared across rows) and a
+// row of values that are not codes pass at the twin and fail 3 LSB off it.
+TEST(StageReference, SoftmaxStageHoldsOutputsToTheirFakeQuantizedTwin) {
+  const double scale = 0.5;
+  const std::vector<double> in = {0, -1, -2, -3, 10, 9, 8, 7, 1.5, -2.25, 0.5, 3};
+  const int64_t rows = 3, row = 4;
+  Tensor x(DType::i8, {rows, row}), twin(DType::i8, {rows, row});
+  x.data = in;
+  for (int64_t r = 0; r < rows; ++r) {
+    long double mx = *std::max_element(in.begin() + r * row, in.begin() + (r + 1) * row), total = 0;
+    for (int64_t j = 0; j < row; ++j) total += std::exp((in[r * row + j] - mx) * static_cast<long double>(scale));
+    for (int64_t j = 0; j < row; ++j) {
+      const long double p = std::exp((in[r * row + j] - mx) * static_cast<long double>(scale)) / total;
+      twin.data[r * row + j] = static_cast<double>(std::clamp<long double>(std::nearbyint(256 * p) - 128, -128, 127));
+    }
+  }
+  const SymShape s{SymExpr(rows), SymExpr(row)};
+  Graph g;
+  ValueRef xr = g.placeholder("x", {DType::i8, s, QParams{}});
+  g.outputs = {g.call(kSoftmaxOp, {xr}, {{"input_scale", scale}}, {{DType::i8, s, QParams{}}}, "sm")};
+  Execution run;
+  run.values = {{x}, {twin}};
+  EXPECT_EQ(first_stage_out_of_bound(g, run), std::nullopt);
+  for (int64_t at : {int64_t{1}, int64_t{9}}) {
+    Execution off = run;
+    off.values[1][0].data[static_cast<size_t>(at)] += 3;
+    const std::optional<std::string> breach = first_stage_out_of_bound(g, off);
+    ASSERT_TRUE(breach.has_value()) << at;
+    EXPECT_NE(breach->find("stage %sm"), std::string::npos) << *breach;
+    EXPECT_NE(breach->find("fake-quantized twin"), std::string::npos) << *breach;
+  }
 }
 
 // A softmax stage whose rows hold no element checks nothing and returns: a
