@@ -41,7 +41,8 @@ std::vector<int8_t> codes(const Tensor& t, const char* operand) {
   std::vector<int8_t> out(t.data.size());
   for (size_t i = 0; i < t.data.size(); ++i) {
     const double v = t.data[i];
-    if (!(v >= -128 && v <= 127) || v != std::floor(v))
+    // In range first: the int conversion is then defined (and cheaper than floor).
+    if (!(v >= -128 && v <= 127) || v != static_cast<double>(static_cast<int>(v)))
       throw GraphError(std::string(operand) + "[" + std::to_string(i) + "] = " + std::to_string(v) + " is not an int8");
     out[i] = static_cast<int8_t>(v);
   }

@@ -311,5 +311,28 @@ TEST(QuantizeLower, CmsisRefusalsAreKernelErrorsNamingKernelAndOperand) {
   }
 }
 
+// An int8 operand holds int8 codes: a value out of range or between two
+// codes is refused, naming the element; the codes at both ends pass.
+TEST(QuantizeLower, CmsisKernelsRefuseAnInt8OperandThatHoldsNoCode) {
+  Graph s;
+  ValueRef r = s.placeholder("x", {DType::i8, {1, 3}, QParams{}});
+  const cmsis::SoftmaxParams p = cmsis::softmax_params(0.1);
+  s.outputs = {s.call(kSoftmaxOp, {r, int64_t{-1}, int64_t{0}, int64_t{-128}, int64_t{p.mult}, int64_t{p.shift}, p.diff_min},
+                      {{"input_scale", 0.1}}, {{DType::i8, {1, 3}, QParams{1.0 / 256, -128}}})};
+  Tensor row(DType::i8, {1, 3});
+  row.data = {-128, 0, 127};
+  EXPECT_NO_THROW(interpret(s, cmsis_nn_kernels(), {{"x", row}}, {}));
+  for (double bad : {2.5, 128.0, -129.0, -0.5, std::nan("")}) {
+    row.data = {-128, bad, 127};
+    try {
+      interpret(s, cmsis_nn_kernels(), {{"x", row}}, {});
+      ADD_FAILURE() << bad << " not refused";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("input[1] = "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is not an int8"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sdpa::cortex_m
