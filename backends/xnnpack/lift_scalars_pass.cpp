@@ -6,10 +6,6 @@
 
 namespace sdpa::xnnpack {
 
-bool feeds_bmm_through_copies(const Graph& g, int index) {
-  return feeds_bmm_through_copies(g, index, g.users_of_each());
-}
-
 bool feeds_bmm_through_copies(const Graph& g, int index, const std::vector<std::vector<int>>& users) {
   std::vector<int> work{index};
   std::set<int> seen{index};

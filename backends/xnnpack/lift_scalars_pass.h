@@ -20,9 +20,8 @@ class LiftConstantScalarOperandsPass : public Pass {
 };
 
 /// _feeds_sdpa_qk_bmm: whether node `index` reaches a bmm through users that
-/// are only expand_copy and view_copy.
-bool feeds_bmm_through_copies(const Graph& g, int index);
-/// The same with `users` = g.users_of_each(), found once for a pass's many questions.
+/// are only expand_copy and view_copy; `users` is g.users_of_each(), found
+/// once for the pass's many questions.
 bool feeds_bmm_through_copies(const Graph& g, int index, const std::vector<std::vector<int>>& users);
 
 }  // namespace sdpa::xnnpack
