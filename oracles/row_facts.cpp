@@ -53,19 +53,21 @@ RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, c
     if (scores[j] >= row_max - 40) r.M = fmax_inline(r.M, std::fabs(scores[j]));
   r.finite = r.finite && std::isfinite(r.qn) && std::isfinite(r.kn) && std::isfinite(r.vmax);
   if (!r.finite || r.n == 0) return r;
-  // sum_j p_j |v_je| over the keys in order: a few columns one at a time
-  // in a register, more with keys outer for row-major v (side by side; the
-  // buffer reused across rows: one allocation per thread, not per row).
+  // sum_j p_j |v_je| over the keys in order: a few columns in registers
+  // (in_lane_groups), more with keys outer for row-major v (side by side;
+  // the buffer reused across rows: one allocation per thread, not per row).
   if (s.Ev < kSideBySideOutputs) {
     thread_local std::vector<const double*> v;  // each weighted key's value row
     v.resize(s.Lkv);
     for (int64_t j = 0; j < s.Lkv; ++j) v[j] = p[j] == 0 ? nullptr : call.value_row(b, h, j);
-    for (int64_t e = 0; e < s.Ev; ++e) {
-      double w = 0;
+    in_lane_groups(s.Ev, [&](int64_t e, auto lanes) {
+      constexpr int N = decltype(lanes)::value;
+      double w[N] = {};
       for (int64_t j = 0; j < s.Lkv; ++j)
-        if (v[j]) w += p[j] * std::fabs(v[j][e]);
-      r.W = fmax_inline(r.W, w);
-    }
+        if (v[j])
+          for (int l = 0; l < N; ++l) w[l] += p[j] * std::fabs(v[j][e + l]);
+      for (int l = 0; l < N; ++l) r.W = fmax_inline(r.W, w[l]);
+    });
     return r;
   }
   thread_local std::vector<double> w;

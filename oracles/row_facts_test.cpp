@@ -9,8 +9,8 @@ namespace sdpa::test {
 namespace {
 
 // W = max_e sum_j p_j |v_je|, each sum over the weighted keys in order:
-// for a few value columns (summed one at a time) and for many (side by
-// side), with a zero weight whose key holds an inf that must not count.
+// for a few value columns (summed in registers, lane groups of 2 and 1
+// for 3) and for many (side by side), with a zero weight whose key holds an inf that must not count.
 TEST(RowFacts, WIsTheLargestWeightedValueMagnitude) {
   for (int64_t Ev : {3, 12}) {
     const int64_t Lkv = 5;

@@ -8,6 +8,7 @@
 /// rather than the x87 stack. The oracle and the exact kernels sum with it.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace sdpa {
@@ -111,23 +112,42 @@ class CompensatedRow {
 };
 
 /// From this many outputs on, a row of sums runs side by side (its loops
-/// over the outputs vectorize); below, one output at a time in registers.
+/// over the outputs vectorize); below, in registers, a few at a time.
 constexpr int64_t kSideBySideOutputs = 8;
+
+/// Calls f(j, lanes) for groups of outputs j .. j + lanes - 1 covering 0 ..
+/// cols - 1 (cols < kSideBySideOutputs), lanes a std::integral_constant of
+/// 4, 2 or 1. A group's sums run interleaved in registers: each output's
+/// additions in its own order (the same bits as one at a time), but N
+/// chains at once, so an addition does not wait for the previous one's
+/// result (four cycles each) as a lone chain does.
+template <typename F>
+inline void in_lane_groups(int64_t cols, F&& f) {
+  int64_t j = 0;
+  for (; j + 4 <= cols; j += 4) f(j, std::integral_constant<int, 4>{});
+  if (j + 2 <= cols) {
+    f(j, std::integral_constant<int, 2>{});
+    j += 2;
+  }
+  if (j < cols) f(j, std::integral_constant<int, 1>{});
+}
 
 /// out[j] = sum_t a[t] y[t * cols + j] for every j < cols, each a
 /// CompensatedSum from 0 over its kk terms in index order: the bits of
-/// `row`'s reset, add_scaled per t and values. A few outputs are summed one
-/// at a time in registers (side by side, each step of a short row would
-/// wait for the previous step's store and reload); more side by side in
-/// `row`, whose loops over j vectorize.
+/// `row`'s reset, add_scaled per t and values. A few outputs are summed in
+/// registers, in lane groups (side by side in memory, each step of a short
+/// row would wait for the previous step's store and reload); more side by
+/// side in `row`, whose loops over j vectorize.
 inline void compensated_products(const double* a, const double* y, int64_t kk, int64_t cols, CompensatedRow& row,
                                  double* out) {
   if (cols < kSideBySideOutputs) {
-    for (int64_t j = 0; j < cols; ++j) {
-      double sum = 0.0, err = 0.0;
-      for (int64_t t = 0; t < kk; ++t) two_sum_into(sum, err, a[t] * y[t * cols + j]);
-      out[j] = compensated_value(sum, err);
-    }
+    in_lane_groups(cols, [&](int64_t j, auto lanes) {
+      constexpr int N = decltype(lanes)::value;
+      double sum[N] = {}, err[N] = {};
+      for (int64_t t = 0; t < kk; ++t)
+        for (int l = 0; l < N; ++l) two_sum_into(sum[l], err[l], a[t] * y[t * cols + j + l]);
+      for (int l = 0; l < N; ++l) out[j + l] = compensated_value(sum[l], err[l]);
+    });
     return;
   }
   row.reset(cols);
@@ -141,11 +161,14 @@ inline void compensated_products(const double* a, const double* y, int64_t kk, i
 inline void compensated_products_from_first(const double* a, const double* y, int64_t kk, int64_t cols,
                                             CompensatedRow& row, double* out, double* low) {
   if (cols < kSideBySideOutputs) {
-    for (int64_t j = 0; j < cols; ++j) {
-      double sum = a[0] * y[j], err = 0.0;
-      for (int64_t t = 1; t < kk; ++t) two_sum_into(sum, err, a[t] * y[t * cols + j]);
-      compensated_value(sum, err, out[j], low[j]);
-    }
+    in_lane_groups(cols, [&](int64_t j, auto lanes) {
+      constexpr int N = decltype(lanes)::value;
+      double sum[N], err[N] = {};
+      for (int l = 0; l < N; ++l) sum[l] = a[0] * y[j + l];
+      for (int64_t t = 1; t < kk; ++t)
+        for (int l = 0; l < N; ++l) two_sum_into(sum[l], err[l], a[t] * y[t * cols + j + l]);
+      for (int l = 0; l < N; ++l) compensated_value(sum[l], err[l], out[j + l], low[j + l]);
+    });
     return;
   }
   row.start(cols, a[0], y);

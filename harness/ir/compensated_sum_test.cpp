@@ -132,8 +132,8 @@ TEST(CompensatedSum, ARowGivesEachOutputTheBitsOfItsOwnSum) {
   }
 }
 
-// compensated_products (and _from_first) sum few outputs one at a time
-// and more side by side: either way each output is its own CompensatedSum
+// compensated_products (and _from_first) sum few outputs in registers, in
+// lane groups of 4, 2 and 1, and more side by side: either way each output is its own CompensatedSum
 // from 0 (from its first term), bit for bit, with zeros, infinities and NaN
 // among the terms; the double-double's low part is the total's rounding.
 TEST(CompensatedSum, ProductsGiveEachOutputTheBitsOfItsOwnSum) {

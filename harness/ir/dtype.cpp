@@ -23,29 +23,30 @@ FloatFormat format_of(DType t) {
   }
 }
 
-double power_of_two(int e) {
-  uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
-  double d;
-  std::memcpy(&d, &bits, sizeof d);
-  return d;
-}
-
-// Round-to-nearest-even onto a binary format with `precision` bits, gradual
-// underflow below 2^emin and overflow to infinity. Adding and subtracting
-// 1.5 * 2^52 quanta rounds to a multiple of the quantum in the current
-// (nearest-even) mode with two exact double operations.
-double round_binary(double x, const FloatFormat& f) {
-  if (!std::isfinite(x) || x == 0.0) return x;
+// x rounded to nearest, ties to even, onto a binary format of `precision`
+// significand bits (the implicit one included) whose normal numbers run
+// from 2^emin to its largest binade 2^emax: gradual underflow below,
+// overflow to inf above max_finite, the sign kept (a negative value that
+// rounds to zero gives -0, as a hardware conversion does). Adding and
+// subtracting 1.5 quanta * 2^52 rounds to a multiple of the quantum in the
+// default (nearest-even) mode with two exact double operations; IEEE
+// arithmetic (no -ffast-math) keeps both (dtype_test checks ties).
+template <int precision, int emin, int emax>
+double round_binary(double x, double max_finite) {
   uint64_t bits;
   std::memcpy(&bits, &x, sizeof bits);
-  int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // |x| in [2^e, 2^(e+1))
-  int lead = std::max(e, f.emin);
-  double shifter = 1.5 * power_of_two(lead - (f.precision - 1) + 52);
-  // IEEE arithmetic (no -ffast-math) keeps the two roundings: (x + s) - s
-  // is not x, and the compiler may not fold it (dtype_test checks ties).
-  const double r = (x + shifter) - shifter;
-  if (std::fabs(r) > f.max_finite) return std::copysign(INFINITY, x);
-  return r;
+  const int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // |x| in [2^e, 2^(e+1))
+  if (e == 1024 || x == 0.0) return x;                           // inf, NaN, zero
+  // Past the largest binade every value overflows; the quantum's exponent
+  // below then stays inside double's range (2^979 once gave inf - inf).
+  if (e > emax) return std::copysign(INFINITY, x);
+  const int lead = std::max(e, emin);
+  const uint64_t quantum = static_cast<uint64_t>(lead - (precision - 1) + 52 + 1023) << 52;
+  double shifter;
+  std::memcpy(&shifter, &quantum, sizeof shifter);
+  shifter *= 1.5;
+  const double r = std::copysign((x + shifter) - shifter, x);
+  return std::fabs(r) > max_finite ? std::copysign(INFINITY, x) : r;
 }
 
 double saturate(double x, double lo, double hi) {
@@ -86,8 +87,8 @@ double round_to_other(DType t, double x) {
   switch (t) {
     case DType::f64: return x;
     case DType::f32: return static_cast<double>(static_cast<float>(x));
-    case DType::f16:
-    case DType::bf16: return round_binary(x, format_of(t));
+    case DType::f16: return round_binary<11, -14, 15>(x, 65504.0);
+    case DType::bf16: return round_binary<8, -126, 127>(x, 0x1.fep127);
     case DType::i8: return saturate(x, -128, 127);
     case DType::i32: return saturate(x, -2147483648.0, 2147483647.0);
     case DType::i64: return saturate(x, -9.2233720368547758e18, 9.2233720368547758e18);

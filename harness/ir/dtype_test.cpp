@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 namespace sdpa {
 namespace {
@@ -71,6 +73,39 @@ TEST(DType, FastRoundingMatchesTheDefinitionOnRandomValues) {
     ASSERT_EQ(round_to(DType::f16, x), slow_round(x, 11, -14, 65504.0)) << x;
     ASSERT_EQ(round_to(DType::bf16, x), slow_round(x, 8, -126, 3.38953138925153547590470800371487866880e38)) << x;
   }
+}
+
+// The same over every binade of double, subnormals included, bit for bit
+// (the sign of a zero too: a conversion keeps it).
+TEST(DType, FastRoundingMatchesTheDefinitionOverEveryExponent) {
+  auto same = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); };
+  uint64_t state = 777;
+  for (int e = -1074; e <= 1023; ++e)
+    for (int i = 0; i < 40; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double mant = 1.0 + static_cast<double>(state >> 11) * 0x1p-53;  // [1, 2)
+      const double x = std::ldexp(mant, e) * ((state & 1) ? -1 : 1);
+      const double f16 = slow_round(x, 11, -14, 65504.0);
+      const double bf16 = slow_round(x, 8, -126, 3.38953138925153547590470800371487866880e38);
+      ASSERT_TRUE(same(round_to(DType::f16, x), f16)) << x << " f16 " << round_to(DType::f16, x) << " vs " << f16;
+      ASSERT_TRUE(same(round_to(DType::bf16, x), bf16)) << x << " bf16 " << round_to(DType::bf16, x) << " vs " << bf16;
+    }
+}
+
+// Where the quantum of a huge value's binade is past double's range, the
+// value still overflows to inf (not inf - inf = NaN).
+TEST(DType, HugeValuesOverflowToInfinity) {
+  for (int e : {128, 500, 979, 982, 1000, 1023}) {
+    EXPECT_EQ(round_to(DType::bf16, std::ldexp(1.0, e)), INFINITY) << e;
+    EXPECT_EQ(round_to(DType::f16, -std::ldexp(1.5, e)), -INFINITY) << e;
+  }
+  EXPECT_EQ(round_to(DType::bf16, std::numeric_limits<double>::max()), INFINITY);
+}
+
+TEST(DType, NegativeValuesThatRoundToZeroKeepTheirSign) {
+  EXPECT_TRUE(std::signbit(round_to(DType::f16, -1e-10)));
+  EXPECT_TRUE(std::signbit(round_to(DType::bf16, -1e-300)));
+  EXPECT_FALSE(std::signbit(round_to(DType::bf16, 1e-300)));
 }
 
 }  // namespace

@@ -15,18 +15,20 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // One row of x @ y: acc[j] = sum_t x[t] * y[t, j] in the accumulator type,
 // each element summed over t in index order as Num::sum does. A few columns
-// are summed one at a time in a register; more with y's rows read
+// are summed in registers (in_lane_groups); more with y's rows read
 // contiguously (keys outer, columns inner), where the loop over columns
 // vectorizes (for a short row, each step would wait for the previous
 // step's store and reload).
 template <typename Acc, typename Mul>
 void matmul_row(const double* x, const double* y, int64_t kk, int64_t cols, std::vector<Acc>& acc, Mul mul) {
   if (cols < kSideBySideOutputs) {
-    for (int64_t j = 0; j < cols; ++j) {
-      Acc total = 0;
-      for (int64_t t = 0; t < kk; ++t) total += static_cast<Acc>(mul(x[t], y[t * cols + j]));
-      acc[j] = total;
-    }
+    in_lane_groups(cols, [&](int64_t j, auto lanes) {
+      constexpr int N = decltype(lanes)::value;
+      Acc total[N] = {};
+      for (int64_t t = 0; t < kk; ++t)
+        for (int l = 0; l < N; ++l) total[l] += static_cast<Acc>(mul(x[t], y[t * cols + j + l]));
+      for (int l = 0; l < N; ++l) acc[j + l] = total[l];
+    });
     return;
   }
   std::fill(acc.begin(), acc.end(), Acc(0));

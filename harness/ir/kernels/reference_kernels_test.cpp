@@ -195,7 +195,8 @@ TEST(ReferenceKernels, SdpaReadsABroadcastMaskAsItsExpansion) {
 // Each element of a matmul is summed over k in index order in the set's
 // accumulator (long double exact, f32 for emulated f32/bf16, f64 for f64),
 // whatever order the kernel walks the operands in: bit for bit.
-// Few columns are summed one at a time, more side by side: both in order.
+// Few columns are summed in registers (lane groups of 4 and 1 for 5), more
+// side by side: both in order.
 TEST(ReferenceKernels, MatmulSumsEachElementInOrderInItsAccumulator) {
   for (const int64_t cols : {5, 11}) {
     const int64_t m = 3, kk = 7;
