@@ -116,8 +116,9 @@ void AttentionCall::scores_into(int64_t b, int64_t h, MatrixD& s, MatrixD* low) 
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   s.resize(s_.Lq, s_.Lkv);
   if (low) low->resize(s_.Lq, s_.Lkv);
-  thread_local std::vector<double> dot_low;
+  thread_local std::vector<double> dot_low, scaled_low;
   dot_low.resize(static_cast<size_t>(s_.Lkv));
+  scaled_low.resize(static_cast<size_t>(s_.Lkv));
   const int64_t E = s_.E;
   const double scale = c_.effective_scale();
   const Tensor* mask = t_.mask ? &*t_.mask : nullptr;
@@ -145,11 +146,12 @@ void AttentionCall::scores_into(int64_t b, int64_t h, MatrixD& s, MatrixD* low) 
       compensated_products_from_first(q, keys_t.data(), E, s_.Lkv, dots, row, dot_low.data());
     }
     double* low_row = low ? low->data() + i * s_.Lkv : nullptr;
+    // The scale once, after the dot product, over the whole row (a loop
+    // that vectorizes); the low parts gather what the roundings lose.
+    two_products_by(row, scale, s_.Lkv, row, scaled_low.data());
     for (int64_t j = 0; j < s_.Lkv; ++j) {
-      // Once, after the dot product; lo gathers what the roundings lose.
-      double lo = 0.0;
-      double x = two_product(row[j], scale, lo);
-      lo += dot_low[j] * scale;
+      double x = row[j];
+      double lo = scaled_low[j] + dot_low[j] * scale;
       // aten turns bool and causal masks into an additive 0 / -inf and adds
       // it (convert_boolean_attn_mask), the causal one first: a NaN or +inf
       // score stays NaN where dropped. Top-left keeps j <= i, bottom-right

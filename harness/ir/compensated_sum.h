@@ -55,6 +55,31 @@ inline double two_product(double a, double b, double& err) {
   return p;
 }
 
+/// p[j] = a[j] * b rounded and err[j] its rounding error, for j < n: the
+/// values two_product(a[j], b, err[j]) gives, with b split once and no
+/// branch in the loop (the guard a select), so that it vectorizes. p may
+/// be a (each element read before it is written).
+inline void two_products_by(const double* a, double b, int64_t n, double* p, double* err) {
+  constexpr double kBig = 0x1p995, kSplit = 134217729.0;
+  if (!(std::fabs(b) < kBig)) {
+    for (int64_t j = 0; j < n; ++j) {
+      p[j] = a[j] * b;
+      err[j] = 0.0;
+    }
+    return;
+  }
+  const double cb = kSplit * b, b_hi = cb - (cb - b), b_lo = b - b_hi;
+  for (int64_t j = 0; j < n; ++j) {
+    const double x = a[j], product = x * b;
+    const double ca = kSplit * x, a_hi = ca - (ca - x), a_lo = x - a_hi;
+    const double e = ((a_hi * b_hi - product) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo;
+    // two_product's guard: |a| below 2^995 and a finite product (NaN fails both).
+    const bool exact = std::fabs(x) < kBig && std::fabs(product) <= 0x1.fffffffffffffp1023;
+    p[j] = product;
+    err[j] = exact ? e : 0.0;
+  }
+}
+
 struct CompensatedSum {
   double sum = 0.0;
   double err = 0.0;  // the rounding errors of the additions so far, summed
