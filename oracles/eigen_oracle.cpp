@@ -65,9 +65,7 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
           std::fill(out, out + s.Ev, 0.0);
           continue;
         }
-        acc.start(s.Ev, pi[0], v_rows[0]);
-        for (int64_t j = 1; j < s.Lkv; ++j) acc.add_scaled(pi[j], v_rows[j]);
-        acc.values(out);
+        compensated_row_products_from_first(pi, v_rows.data(), s.Lkv, s.Ev, acc, out);
       }
     }
   g.cache = std::move(facts);

@@ -201,4 +201,26 @@ inline void compensated_products_from_first(const double* a, const double* y, in
   row.values(out, low);
 }
 
+/// out[j] = sum_t a[t] rows[t][j] for every j < cols, each from its first
+/// term a[0] rows[0][j] (kk >= 1), over rows given by pointer (any stride
+/// between them): the bits of `row`'s start, add_scaled per later t and
+/// values(out); a few outputs in registers, in lane groups, more in `row`.
+inline void compensated_row_products_from_first(const double* a, const double* const* rows, int64_t kk,
+                                                int64_t cols, CompensatedRow& row, double* out) {
+  if (cols < kSideBySideOutputs) {
+    in_lane_groups(cols, [&](int64_t j, auto lanes) {
+      constexpr int N = decltype(lanes)::value;
+      double sum[N], err[N] = {};
+      for (int l = 0; l < N; ++l) sum[l] = a[0] * rows[0][j + l];
+      for (int64_t t = 1; t < kk; ++t)
+        for (int l = 0; l < N; ++l) two_sum_into(sum[l], err[l], a[t] * rows[t][j + l]);
+      for (int l = 0; l < N; ++l) out[j + l] = compensated_value(sum[l], err[l]);
+    });
+    return;
+  }
+  row.start(cols, a[0], rows[0]);
+  for (int64_t t = 1; t < kk; ++t) row.add_scaled(a[t], rows[t]);
+  row.values(out);
+}
+
 }  // namespace sdpa

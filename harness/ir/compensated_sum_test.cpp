@@ -165,10 +165,11 @@ TEST(CompensatedSum, ARowGivesEachOutputTheBitsOfItsOwnSum) {
   }
 }
 
-// compensated_products (and _from_first) sum few outputs in registers, in
-// lane groups of 4, 2 and 1, and more side by side: either way each output is its own CompensatedSum
-// from 0 (from its first term), bit for bit, with zeros, infinities and NaN
-// among the terms; the double-double's low part is the total's rounding.
+// compensated_products (_from_first, and over rows by pointer) sum few
+// outputs in registers, in lane groups of 4, 2 and 1, and more side by
+// side: either way each output is its own CompensatedSum from 0 (from its
+// first term), bit for bit, with zeros, infinities and NaN among the
+// terms; the double-double's low part is the total's rounding.
 TEST(CompensatedSum, ProductsGiveEachOutputTheBitsOfItsOwnSum) {
   std::mt19937_64 g(11);
   std::normal_distribution<double> normal;
@@ -186,8 +187,13 @@ TEST(CompensatedSum, ProductsGiveEachOutputTheBitsOfItsOwnSum) {
     for (double& x : a) x = normal(g) * std::ldexp(1.0, trial % 40);
     for (double& x : y) x = trial % 3 == 0 && g() % 8 == 0 ? specials[g() % 5] : normal(g);
     compensated_products(a.data(), y.data(), terms, n, row, out.data());
-    std::vector<double> hi(n), lo(n);
-    if (terms > 0) compensated_products_from_first(a.data(), y.data(), terms, n, row, hi.data(), lo.data());
+    std::vector<double> hi(n), lo(n), by_rows(n);
+    std::vector<const double*> rows(terms);
+    for (int64_t t = 0; t < terms; ++t) rows[t] = y.data() + t * n;
+    if (terms > 0) {
+      compensated_products_from_first(a.data(), y.data(), terms, n, row, hi.data(), lo.data());
+      compensated_row_products_from_first(a.data(), rows.data(), terms, n, row, by_rows.data());
+    }
     for (int64_t j = 0; j < n; ++j) {
       CompensatedSum s;
       for (int64_t t = 0; t < terms; ++t) s.add(a[t] * y[t * n + j]);
@@ -198,6 +204,7 @@ TEST(CompensatedSum, ProductsGiveEachOutputTheBitsOfItsOwnSum) {
       double want_hi, want_lo;
       compensated_value(first.sum, first.err, want_hi, want_lo);
       ASSERT_EQ(bits(hi[j]), bits(first.value())) << "n " << n << " terms " << terms << " output " << j;
+      ASSERT_EQ(bits(by_rows[j]), bits(first.value())) << "n " << n << " terms " << terms << " output " << j;
       ASSERT_EQ(bits(lo[j]), bits(want_lo)) << "n " << n << " terms " << terms << " output " << j;
     }
   }
