@@ -57,7 +57,7 @@ void throughput(cli::Wiring& w, const TargetFactory& f, int64_t cases, int jobs)
               100 * r.timing.generate / total, 100 * r.timing.oracle / total,
               100 * r.timing.kernels / total, 100 * r.timing.compare / total);
   // With workers: the command's own CPU per case, the serial work that caps
-  // how many workers one command can feed (README, Throughput).
+  // how many workers one command can feed (README, "Every core: --jobs").
   if (jobs > 0 && r.cases > 0) std::printf("   command %.1f us/case", 1e6 * command_cpu / r.cases);
   std::printf("\n");
 }

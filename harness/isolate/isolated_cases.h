@@ -57,7 +57,7 @@ class IsolatedCases {
   /// once per kReplyCoalesce (48 aten cases are some 15 ms of work: a
   /// worker does not wait for it). A wake-up per case cost the command a
   /// tenth of a core and slowed the workers by as much; each wake-up of the
-  /// command takes a core from a worker (README, Throughput).
+  /// command takes a core from a worker (bench/ROUNDS.md, the ninth round).
   void submit_draw(int64_t tag, uint64_t seed, int size, const CheckOptions& options);
   struct Ran {
     int64_t tag = 0;
