@@ -1,5 +1,7 @@
 #include "harness/ir/kernel_set.h"
 
+#include <algorithm>
+
 namespace sdpa {
 
 void KernelArgs::bad(size_t i, const char* expected) const {
@@ -90,6 +92,7 @@ const KernelFn* KernelSet::find(const std::string& op) const {
 std::vector<std::string> KernelSet::ops() const {
   std::vector<std::string> out;
   for (const auto& [op, fn] : kernels_) out.push_back(op);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -86,11 +87,13 @@ class KernelSet {
   const std::string& name() const { return name_; }
   void add(const std::string& op, KernelFn fn) { kernels_[op] = std::move(fn); }
   const KernelFn* find(const std::string& op) const;
+  /// The op names, sorted.
   std::vector<std::string> ops() const;
 
  private:
   std::string name_;
-  std::map<std::string, KernelFn> kernels_;
+  // Hashed: the interpreter finds a kernel for every node it runs.
+  std::unordered_map<std::string, KernelFn> kernels_;
 };
 
 }  // namespace sdpa
