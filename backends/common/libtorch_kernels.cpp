@@ -6,7 +6,9 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
+#include <vector>
 
 #include "harness/case/tensor_data.h"
 
@@ -98,6 +100,22 @@ at::Tensor safe_softmax(const at::Tensor& x, int64_t dim) {
   return at::where(all_masked, at::zeros({}, x.options()), at::softmax(x, dim));
 }
 
+// repeat_interleave(x, repeats, dim) as ATen's unsqueeze, expand and
+// reshape: each slice along dim repeated in place, the elements and order of
+// ATen's own op, which builds a repeats tensor, its cumsum and an
+// index_select (some ten ops, a GQA case's two calls about 4% of its time).
+// A 0-d tensor, a negative count or a dim out of range go to ATen's op, for
+// its result or its error.
+at::Tensor repeat_interleave(const at::Tensor& x, int64_t repeats, int64_t dim) {
+  const int64_t rank = x.dim();
+  if (rank == 0 || repeats < 0 || dim < -rank || dim >= rank) return at::repeat_interleave(x, repeats, dim);
+  const auto d = static_cast<size_t>(dim < 0 ? dim + rank : dim);
+  std::vector<int64_t> expanded = x.sizes().vec(), out = x.sizes().vec();
+  expanded.insert(expanded.begin() + static_cast<std::ptrdiff_t>(d) + 1, repeats);
+  out[d] *= repeats;
+  return x.unsqueeze(static_cast<int64_t>(d) + 1).expand(expanded).reshape(out);
+}
+
 // aten._safe_softmax's rows whose every element is -inf (in the input's
 // dtype, converted as to_aten converts) set to 0 in the softmax's output,
 // where softmax leaves NaN: what safe_softmax's eq, all and where give,
@@ -147,8 +165,8 @@ at::Tensor composed_sdpa(const KernelArgs& a) {
   bool causal = a.flag(5, false);
   int64_t hq = q.size(-3), hkv = k.size(-3);
   if (a.kwarg_flag("enable_gqa", false) && hq != hkv) {
-    k = at::repeat_interleave(k, hq / hkv, -3);
-    v = at::repeat_interleave(v, hq / hkv, -3);
+    k = repeat_interleave(k, hq / hkv, -3);
+    v = repeat_interleave(v, hq / hkv, -3);
   }
   double scale = a.kwarg_real("scale").value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   double sf = std::sqrt(std::fabs(scale));
@@ -202,9 +220,8 @@ KernelSet build() {
     return x.reshape(shape);
   }));
   k.add("aten._to_copy.default", wrap([](const KernelArgs& a) { return T(a, 0).to(to_at(a.out_dtype())); }));
-  k.add("aten.repeat_interleave.self_int", wrap([](const KernelArgs& a) {
-    return at::repeat_interleave(T(a, 0), a.integer(1), a.integer(2));
-  }));
+  k.add("aten.repeat_interleave.self_int",
+        wrap([](const KernelArgs& a) { return repeat_interleave(T(a, 0), a.integer(1), a.integer(2)); }));
   k.add("aten.repeat.default", wrap([](const KernelArgs& a) { return T(a, 0).repeat(a.ints(1)); }));
   k.add("aten.slice.Tensor", wrap([](const KernelArgs& a) {
     at::Tensor x = T(a, 0);

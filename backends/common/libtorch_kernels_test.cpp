@@ -203,5 +203,48 @@ TEST(LibtorchKernels, SafeSoftmaxTakesAnyRankAndDim) {
   EXPECT_EQ(safe_softmax_of(Tensor(DType::f32, {2, 0, 3}), 1).numel(), 0);
 }
 
+Tensor repeat_interleave_on(const KernelSet& k, const Tensor& x, int64_t repeats, int64_t dim) {
+  SymShape in, out;
+  for (int64_t d : x.shape) in.push_back(SymExpr(d));
+  out = in;
+  const auto wrapped = static_cast<size_t>(dim < 0 ? dim + x.dim() : dim);
+  out[wrapped] = SymExpr(x.shape[wrapped] * repeats);
+  Graph g;
+  ValueRef v = g.placeholder("x", {x.dtype, in});
+  g.outputs = {g.call("aten.repeat_interleave.self_int", {v, repeats, dim}, {}, {{x.dtype, out}})};
+  return interpret(g, k, {{"x", x}}, {}).outputs[0];
+}
+
+// Each slice along dim repeated in place (x[0], x[0], x[1], x[1], not
+// x[0], x[1], x[0], x[1]), along every dim, negative ones included, for
+// counts 0 to 3 and in each dtype: the elements of the reference kernel,
+// bit for bit. A negative count is ATen's own error.
+TEST(LibtorchKernels, RepeatInterleaveRepeatsEachSliceInPlace) {
+  for (DType t : {DType::f32, DType::bf16, DType::f64, DType::b8, DType::i64}) {
+    Tensor x(t, {2, 3, 2});
+    for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = t == DType::b8 ? static_cast<double>(i % 3 == 0) : i + 1.0;
+    for (int64_t dim = -3; dim < 3; ++dim)
+      for (int64_t repeats = 0; repeats <= 3; ++repeats) {
+        const Tensor got = repeat_interleave_on(libtorch_kernels(), x, repeats, dim);
+        const Tensor want = repeat_interleave_on(exact_kernels(), x, repeats, dim);
+        const std::string at = std::string(dtype_name(t)) + " dim " + std::to_string(dim) + " repeats " +
+                               std::to_string(repeats);
+        EXPECT_EQ(got.shape, want.shape) << at;
+        EXPECT_EQ(got.data, want.data) << at;
+      }
+  }
+  // Along dim 1 of [1, 2, 1] = (1, 2), twice: 1, 1, 2, 2.
+  Tensor pair(DType::f32, {1, 2, 1});
+  pair.data = {1, 2};
+  EXPECT_EQ(repeat_interleave_on(libtorch_kernels(), pair, 2, 1).data, (std::vector<double>{1, 1, 2, 2}));
+  try {
+    repeat_interleave_on(libtorch_kernels(), pair, -1, 1);
+    ADD_FAILURE() << "a negative count ran";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.kind, KernelError::Kind::unsupported);
+    EXPECT_NE(std::string(e.what()).find("LibTorch: "), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace sdpa
