@@ -55,18 +55,41 @@ at::Tensor to_aten(const Tensor& t) {
   return a;
 }
 
+// A view's n elements in row-major order, read through its strides: one
+// pass, where contiguous() would first copy it with an ATen op of its own.
+template <typename S>
+void read_strided(const at::Tensor& a, size_t n, std::vector<double>& out) {
+  const S* base = a.data_ptr<S>();
+  const at::IntArrayRef sizes = a.sizes(), strides = a.strides();
+  std::vector<int64_t> index(sizes.size(), 0);
+  int64_t offset = 0;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(static_cast<double>(base[offset]));
+    // The next index, the last dim fastest; a dim that wraps goes back to 0.
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++index[d] < sizes[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (sizes[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
 // The result converted into the harness tensor: every element of these
-// types is exact in double. A view (transpose, expand) is laid out first;
-// the vector is built from the elements, not zero-filled and then written.
+// types is exact in double. The vector is built from the elements, not
+// zero-filled and then written; a view (transpose, expand) through its strides.
 Tensor from_aten(const at::Tensor& a, DType t) {
   Tensor out;
   out.dtype = t;
   out.shape = a.sizes().vec();
   const auto n = static_cast<size_t>(numel_of(out.shape));
   if (n == 0) return out;
-  const at::Tensor c = a.contiguous();
-  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, c.scalar_type(), "from_aten", [&] {
-    const scalar_t* in = c.data_ptr<scalar_t>();
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, a.scalar_type(), "from_aten", [&] {
+    if (!a.is_contiguous()) return read_strided<scalar_t>(a, n, out.data);
+    const scalar_t* in = a.data_ptr<scalar_t>();
     out.data.assign(in, in + n);  // each element constructed as static_cast<double>(in[i])
   });
   return out;

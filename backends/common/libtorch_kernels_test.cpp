@@ -111,6 +111,41 @@ TEST(LibtorchKernels, EveryDtypeCrossesIntoAtenAndBackExactlyThroughAView) {
   }
 }
 
+// A result that is a view of rank 4 (permute: every stride moved; expand:
+// stride-0 dims, first, inner and last) comes back in row-major order, the
+// reference kernels' elements bit for bit.
+TEST(LibtorchKernels, ViewsOfAnyRankComeBackInRowMajorOrder) {
+  Tensor x(DType::f32, {2, 3, 2, 2});
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = i + 1.0;
+  Tensor small(DType::f64, {1, 3, 1, 2});
+  for (size_t i = 0; i < small.data.size(); ++i) small.data[i] = 10.0 * (i + 1);
+  const auto shape_of = [](const Shape& s) {
+    SymShape out;
+    for (int64_t d : s) out.push_back(SymExpr(d));
+    return out;
+  };
+  struct View {
+    const Tensor* in;
+    std::string op;
+    std::vector<int64_t> arg;
+    Shape out;
+  };
+  const std::vector<View> views = {{&x, "aten.permute.default", {2, 0, 3, 1}, {2, 2, 2, 3}},
+                                   {&x, "aten.permute.default", {3, 2, 1, 0}, {2, 2, 3, 2}},
+                                   {&small, "aten.expand.default", {2, 3, 4, 2}, {2, 3, 4, 2}}};
+  for (const View& v : views) {
+    SymShape arg;
+    for (int64_t d : v.arg) arg.push_back(SymExpr(d));
+    Graph g;
+    ValueRef in = g.placeholder("x", {v.in->dtype, shape_of(v.in->shape)});
+    g.outputs = {g.call(v.op, {in, arg}, {}, {{v.in->dtype, shape_of(v.out)}})};
+    const Tensor got = interpret(g, libtorch_kernels(), {{"x", *v.in}}, {}).outputs[0];
+    const Tensor want = interpret(g, exact_kernels(), {{"x", *v.in}}, {}).outputs[0];
+    EXPECT_EQ(got.shape, v.out) << v.op;
+    EXPECT_EQ(got.data, want.data) << v.op;
+  }
+}
+
 // A value the dtype cannot hold is rounded by ATen's own conversion op, to
 // the nearest value of the dtype (ties to even), as the harness rounds it.
 TEST(LibtorchKernels, ToCopyRoundsAsTheHarnessRounds) {
