@@ -112,8 +112,8 @@ TEST(LibtorchKernels, EveryDtypeCrossesIntoAtenAndBackExactlyThroughAView) {
 }
 
 // A result that is a view of rank 4 (permute: every stride moved; expand:
-// stride-0 dims, first, inner and last) comes back in row-major order, the
-// reference kernels' elements bit for bit.
+// stride-0 dims, the first and an inner one) comes back in row-major order,
+// the reference kernels' elements bit for bit.
 TEST(LibtorchKernels, ViewsOfAnyRankComeBackInRowMajorOrder) {
   Tensor x(DType::f32, {2, 3, 2, 2});
   for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = i + 1.0;
