@@ -113,6 +113,25 @@ TEST(GraphVerify, ReportsDanglingReferences) {
   EXPECT_FALSE(verify_graph(g).empty());
 }
 
+// Each problem names where the bad value is read: the argument's index,
+// the keyword's name, the graph's output; and a name given twice.
+TEST(GraphVerify, NamesWhereADanglingValueIsReadAndADuplicateName) {
+  Graph g;
+  ValueRef a = g.placeholder("a", {DType::f32, {SymExpr(1)}});
+  ValueRef m = g.call("aten.mul.Tensor", {a, ValueRef{7, 0}}, {{"alpha", ValueRef{5, 1}}},
+                      {{DType::f32, {SymExpr(1)}}});
+  ValueRef n = g.call("aten.neg.default", {m}, {}, {{DType::f32, {SymExpr(1)}}});
+  g.nodes[n.node].name = "mul";
+  g.outputs = {n, ValueRef{9, 0}};
+  const std::vector<std::string> problems = verify_graph(g);
+  const std::vector<std::string> want = {
+      "%mul (aten.mul.Tensor): argument 1 reads a value that is not defined before it (node 7, output 0)",
+      "%mul (aten.mul.Tensor): keyword alpha reads a value that is not defined before it (node 5, output 1)",
+      "%mul (aten.neg.default): duplicate node name",
+      "graph output reads a value that is not defined before it (node 9, output 0)"};
+  EXPECT_EQ(problems, want);
+}
+
 TEST(GraphRewriter, ReplacesANodeAndRemapsItsUsers) {
   Graph g;
   SymShape s{SymExpr(3)};

@@ -1,6 +1,9 @@
 #include "harness/ir/graph_verify.h"
 
-#include <set>
+#include <algorithm>
+#include <array>
+#include <string_view>
+#include <unordered_set>
 
 #include "harness/ir/graph_printer.h"
 
@@ -9,17 +12,17 @@ namespace {
 
 // Ops whose tensor operands must share one dtype (no implicit promotion in
 // the exported graphs these model).
-const std::set<std::string> kSameDtypeOps = {
+constexpr std::array<std::string_view, 7> kSameDtypeOps = {
     "aten.bmm.default", "aten.matmul.default", "aten.mm.default",
     "aten.add.Tensor",  "aten.sub.Tensor",     "aten.mul.Tensor", "aten.div.Tensor"};
 
 class Verifier {
  public:
-  explicit Verifier(const Graph& g) : g_(g) {}
+  explicit Verifier(const Graph& g) : g_(g) { names_.reserve(g.nodes.size()); }
 
   std::vector<std::string> run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) check_node(static_cast<int>(i));
-    for (const auto& o : g_.outputs) check_ref(o, -1, "graph output");
+    for (const auto& o : g_.outputs) check_ref(o, -1, [] { return std::string("graph output"); });
     if (g_.outputs.empty()) problems_.push_back("graph has no outputs");
     return problems_;
   }
@@ -29,12 +32,14 @@ class Verifier {
     problems_.push_back("%" + n.name + " (" + n.op + "): " + what);
   }
 
-  bool check_ref(ValueRef v, int user, const std::string& where) {
+  // `where` names the reading place ("argument 2"): spelled out only for a problem.
+  template <typename Where>
+  bool check_ref(ValueRef v, int user, Where where) {
     bool ok = v.node >= 0 && v.node < static_cast<int>(g_.nodes.size()) &&
               (user < 0 || v.node < user) && v.output >= 0 &&
               v.output < static_cast<int>(g_.nodes[v.node].outputs.size());
     if (!ok) {
-      std::string msg = where + " reads a value that is not defined before it (node " +
+      std::string msg = where() + " reads a value that is not defined before it (node " +
                         std::to_string(v.node) + ", output " + std::to_string(v.output) + ")";
       if (user >= 0) problem(g_.nodes[user], msg);
       else problems_.push_back(msg);
@@ -49,13 +54,14 @@ class Verifier {
     std::vector<const ValueInfo*> tensors;
     for (size_t a = 0; a < n.args.size(); ++a)
       if (const auto* v = std::get_if<ValueRef>(&n.args[a]))
-        if (check_ref(*v, i, "argument " + std::to_string(a))) tensors.push_back(&g_.info(*v));
+        if (check_ref(*v, i, [a] { return "argument " + std::to_string(a); })) tensors.push_back(&g_.info(*v));
     for (const auto& [key, arg] : n.kwargs)
-      if (const auto* v = std::get_if<ValueRef>(&arg)) check_ref(*v, i, "keyword " + key);
+      if (const auto* v = std::get_if<ValueRef>(&arg)) check_ref(*v, i, [&key = key] { return "keyword " + key; });
     if (n.op == "placeholder" && (n.args.size() != 1 || !std::holds_alternative<std::string>(n.args[0])))
       problem(n, "placeholder needs one string argument");
     if (n.op == "get_attr") check_constant(n);
-    if (kSameDtypeOps.count(n.op)) check_same_dtype(n, tensors);
+    if (std::find(kSameDtypeOps.begin(), kSameDtypeOps.end(), n.op) != kSameDtypeOps.end())
+      check_same_dtype(n, tensors);
     for (const auto& sub : n.subgraphs)
       for (const auto& p : verify_graph(*sub)) problem(n, "in subgraph: " + p);
   }
@@ -76,7 +82,7 @@ class Verifier {
   }
 
   const Graph& g_;
-  std::set<std::string> names_;
+  std::unordered_set<std::string_view> names_;  // the graph's own node names
   std::vector<std::string> problems_;
 };
 
