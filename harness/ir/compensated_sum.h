@@ -157,6 +157,24 @@ inline void in_lane_groups(int64_t cols, F&& f) {
   if (j < cols) f(j, std::integral_constant<int, 1>{});
 }
 
+/// The few-output path of the row products below: for every j < cols,
+/// sum_t a[t] rows(t)[j] over t in index order, in lane groups in
+/// registers, then done(j, sum, err). From the first term (sum a[0]
+/// rows(0)[j], err 0) or from 0 (which keeps -0 and NaN as two_sum gives them).
+template <bool kFromFirst, typename Rows, typename Done>
+inline void lane_group_products(const double* a, Rows rows, int64_t kk, int64_t cols, Done done) {
+  in_lane_groups(cols, [&](int64_t j, auto lanes) {
+    constexpr int N = decltype(lanes)::value;
+    double sum[N], err[N] = {};
+    for (int l = 0; l < N; ++l) sum[l] = kFromFirst ? a[0] * rows(0)[j + l] : 0.0;
+    for (int64_t t = kFromFirst ? 1 : 0; t < kk; ++t) {
+      const double* y = rows(t);
+      for (int l = 0; l < N; ++l) two_sum_into(sum[l], err[l], a[t] * y[j + l]);
+    }
+    for (int l = 0; l < N; ++l) done(j + l, sum[l], err[l]);
+  });
+}
+
 /// out[j] = sum_t a[t] y[t * cols + j] for every j < cols, each a
 /// CompensatedSum from 0 over its kk terms in index order: the bits of
 /// `row`'s reset, add_scaled per t and values. A few outputs are summed in
@@ -166,13 +184,9 @@ inline void in_lane_groups(int64_t cols, F&& f) {
 inline void compensated_products(const double* a, const double* y, int64_t kk, int64_t cols, CompensatedRow& row,
                                  double* out) {
   if (cols < kSideBySideOutputs) {
-    in_lane_groups(cols, [&](int64_t j, auto lanes) {
-      constexpr int N = decltype(lanes)::value;
-      double sum[N] = {}, err[N] = {};
-      for (int64_t t = 0; t < kk; ++t)
-        for (int l = 0; l < N; ++l) two_sum_into(sum[l], err[l], a[t] * y[t * cols + j + l]);
-      for (int l = 0; l < N; ++l) out[j + l] = compensated_value(sum[l], err[l]);
-    });
+    lane_group_products<false>(
+        a, [&](int64_t t) { return y + t * cols; }, kk, cols,
+        [&](int64_t j, double sum, double err) { out[j] = compensated_value(sum, err); });
     return;
   }
   row.reset(cols);
@@ -186,14 +200,9 @@ inline void compensated_products(const double* a, const double* y, int64_t kk, i
 inline void compensated_products_from_first(const double* a, const double* y, int64_t kk, int64_t cols,
                                             CompensatedRow& row, double* out, double* low) {
   if (cols < kSideBySideOutputs) {
-    in_lane_groups(cols, [&](int64_t j, auto lanes) {
-      constexpr int N = decltype(lanes)::value;
-      double sum[N], err[N] = {};
-      for (int l = 0; l < N; ++l) sum[l] = a[0] * y[j + l];
-      for (int64_t t = 1; t < kk; ++t)
-        for (int l = 0; l < N; ++l) two_sum_into(sum[l], err[l], a[t] * y[t * cols + j + l]);
-      for (int l = 0; l < N; ++l) compensated_value(sum[l], err[l], out[j + l], low[j + l]);
-    });
+    lane_group_products<true>(
+        a, [&](int64_t t) { return y + t * cols; }, kk, cols,
+        [&](int64_t j, double sum, double err) { compensated_value(sum, err, out[j], low[j]); });
     return;
   }
   row.start(cols, a[0], y);
@@ -208,14 +217,9 @@ inline void compensated_products_from_first(const double* a, const double* y, in
 inline void compensated_row_products_from_first(const double* a, const double* const* rows, int64_t kk,
                                                 int64_t cols, CompensatedRow& row, double* out) {
   if (cols < kSideBySideOutputs) {
-    in_lane_groups(cols, [&](int64_t j, auto lanes) {
-      constexpr int N = decltype(lanes)::value;
-      double sum[N], err[N] = {};
-      for (int l = 0; l < N; ++l) sum[l] = a[0] * rows[0][j + l];
-      for (int64_t t = 1; t < kk; ++t)
-        for (int l = 0; l < N; ++l) two_sum_into(sum[l], err[l], a[t] * rows[t][j + l]);
-      for (int l = 0; l < N; ++l) out[j + l] = compensated_value(sum[l], err[l]);
-    });
+    lane_group_products<true>(
+        a, [&](int64_t t) { return rows[t]; }, kk, cols,
+        [&](int64_t j, double sum, double err) { out[j] = compensated_value(sum, err); });
     return;
   }
   row.start(cols, a[0], rows[0]);
