@@ -2,7 +2,6 @@
 /// A kernel set: the implementation of each op a target may hold. An op the
 /// set lacks is `unsupported`, never computed another way.
 #include <functional>
-#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
