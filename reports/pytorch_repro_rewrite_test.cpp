@@ -98,7 +98,7 @@ TEST(RewriteRunOfCorpus, NoRewriteFindingMeansTheOriginalCallOnly) {
 }
 
 TEST(RewriteRunOfCorpus, APassThatRaisesLeavesTheModelNoOutput) {
-  const RewriteRun r = rewrite_of(corpus("llm/llm-unexpected-error-599e954b-edbd99af.json"));
+  const RewriteRun r = rewrite_of(corpus("llm/llm-unexpected-error-2400c5d7-edbd99af.json"));
   ASSERT_TRUE(r.applies);
   EXPECT_TRUE(r.runs.empty());
   EXPECT_NE(r.error.find("pass replace-sdpa-with-custom-sdpa raised"), std::string::npos) << r.error;

@@ -8,6 +8,8 @@
 // scale applied after q.k with the causal -inf written first, dropout
 // ignored, a blockwise online softmax (512 keys; 32/64/256 query rows) that
 // skips fully masked blocks (still adding 0 * V) but has no zero-sum guard,
+// row sums a task carries from one query block to the next (parallel_for's
+// contiguous chunks; qk_sum_data is never reset),
 // the unmasked row max that drops a NaN (std::max over the vector lanes),
 // Lq = 0 dividing by qSplitSize = 0, and f16/bf16 with f32 accumulation and
 // P rounded to the activation dtype before P @ V.
@@ -67,10 +69,10 @@ struct Shapes {
 
 class FlashAttention {
  public:
-  FlashAttention(const KernelArgs& a, Numerics n, KernelFault fault)
+  FlashAttention(const KernelArgs& a, Numerics n, KernelFault fault, int64_t threads)
       : q_(a.tensor(0)), k_(a.tensor(1)), v_(a.tensor(2)), mask_(a.optional_tensor(4)),
         has_mask_(mask_ && mask_->numel() > 0), arith_{n == Numerics::exact, fault.pv_accumulation},
-        fault_(fault), out_dtype_(a.out_dtype()) {
+        fault_(fault), out_dtype_(a.out_dtype()), threads_(threads) {
     start_pos_ = a.integer(3);
     is_causal_ = a.flag(6, false);
     s_ = {q_.size(0), q_.size(1), q_.size(2), q_.size(3), v_.size(1), k_.size(2), v_.size(3)};
@@ -108,10 +110,20 @@ class FlashAttention {
     if (q_split == 0)
       fatal("SIGFPE (integer divide by zero): qSlice = (qSize - 1) / qSplitSize + 1 with qSize = 0, "
             "qSplitSize = min(q_split_size, qSize) = 0");
-    for (int64_t b = 0; b < s_.B; ++b)
-      for (int64_t h = 0; h < s_.Hq; ++h)
-        for (int64_t m = 0; m < s_.Lq; m += q_split)
-          block(out, b, h, m, std::min(q_split, s_.Lq - m), kv_size);
+    // parallel_for over B * Hq * qSlice items, query block fastest: task t
+    // runs items [t * chunk, (t + 1) * chunk) in turn on its own scratch,
+    // chunk = ceil(items / threads) (thread_parallel.cpp). The scratch starts
+    // zeroed (std::vector<char>), and each query block resets qk_max_data
+    // only: qk_sum_data keeps the previous block's sums (see update_row).
+    const int64_t q_slice = (s_.Lq - 1) / q_split + 1;
+    const int64_t items = s_.B * s_.Hq * q_slice;
+    const int64_t chunk = std::max<int64_t>(1, (items + threads_ - 1) / threads_);
+    std::vector<double> row_sum(q_split);
+    for (int64_t z = 0; z < items; ++z) {
+      if (z % chunk == 0) std::fill(row_sum.begin(), row_sum.end(), 0.0);
+      const int64_t m = (z % q_slice) * q_split, h = (z / q_slice) % s_.Hq, b = z / (q_slice * s_.Hq);
+      block(out, b, h, m, std::min(q_split, s_.Lq - m), kv_size, row_sum.data());
+    }
     if (fault_.nan_to_zero)
       for (double& o : out.data)
         if (std::isnan(o)) o = 0.0;
@@ -146,14 +158,15 @@ class FlashAttention {
   }
 
   // One query block [m, m + rows) of head h: the online softmax over kv blocks.
-  void block(Tensor& out, int64_t b, int64_t h, int64_t m, int64_t rows, int64_t kv_size) {
+  // `row_sum`: the task's qk_sum_data, as the previous block left it.
+  void block(Tensor& out, int64_t b, int64_t h, int64_t m, int64_t rows, int64_t kv_size, double* row_sum) {
     constexpr double kNegInf = -std::numeric_limits<double>::infinity();
     const int64_t hk = h / (s_.Hq / s_.Hkv);
     const int64_t kv_split = std::min(kKvSplitSize, kv_size);
     // num_keys = min(m + start_pos + qBlockSize, kvSize): the kv loop's end.
     const int64_t reach = m + (fault_.num_keys_without_start_pos ? 0 : start_pos_) + rows;
     const int64_t num_keys = is_causal_ ? std::min(reach, kv_size) : kv_size;
-    std::vector<double> row_max(rows, kNegInf), row_sum(rows, 0), dst(rows * s_.Dv, 0);
+    std::vector<double> row_max(rows, kNegInf), dst(rows * s_.Dv, 0);
     std::vector<double> x(kv_split);
     const int64_t mask_cols = has_mask_ ? mask_->shape[1] : 0;  // run() checked the mask is 2-D
     for (int64_t n = 0; n < num_keys; n += kv_split) {
@@ -176,7 +189,9 @@ class FlashAttention {
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
-      // No zero-sum guard: a row with every key masked gives 0 * inf = NaN.
+      // No zero-sum guard: a row with every key masked keeps the sum it
+      // came in with: 0 * inf = NaN on a fresh scratch, 0 after a row that
+      // had weights, NaN after a NaN sum.
       double inv = arith_.round_acc(1.0 / row_sum[r]);
       for (int64_t e = 0; e < s_.Dv; ++e) {
         // Exact: the division the kernel's 1 / sum and product stand for
@@ -216,7 +231,9 @@ class FlashAttention {
   void update_row(int64_t r, int64_t cols, std::vector<double>& x, double block_max,
                   bool rescale, double& row_max, double& row_sum, double* dst,
                   int64_t b, int64_t n, int64_t hk) {
-    // tmp_max = qk_max_data[row] > tmp_max ? qk_max_data[row] : tmp_max
+    // tmp_max = qk_max_data[row] > tmp_max ? qk_max_data[row] : tmp_max.
+    // In a query block's first visited block row_max is -inf, so exp_tmp is
+    // 0 and a finite carried sum drops out, but 0 * NaN keeps a NaN one.
     const double m_new = row_max > block_max ? row_max : block_max;
     if (m_new == -std::numeric_limits<double>::infinity()) {
       // A fully masked block: P is zero-filled, max and sum stay, but the
@@ -253,6 +270,7 @@ class FlashAttention {
   Arith arith_;
   KernelFault fault_;
   DType out_dtype_;
+  int64_t threads_;
   int64_t start_pos_ = 0;
   bool is_causal_ = false;
   double scale_ = 1.0;
@@ -267,8 +285,8 @@ int64_t q_split_size(int64_t Lq) {
   return 32;
 }
 
-KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault) {
-  return [numerics, fault](const KernelArgs& a) {
+KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault, int64_t threads) {
+  return [numerics, fault, threads](const KernelArgs& a) {
     const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
     const Tensor* mask = a.optional_tensor(4);
     if (mask && a.flag(6, false)) recoverable("attn_mask and is_causal cannot be set at the same time");
@@ -276,7 +294,7 @@ KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault) {
     if (q.dtype == DType::i8)
       throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
     (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
-    return one_output(FlashAttention(a, numerics, fault).run());
+    return one_output(FlashAttention(a, numerics, fault, threads).run());
   };
 }
 

@@ -27,7 +27,10 @@ struct KernelFault {
   bool num_keys_without_start_pos = false;
 };
 
-KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault = {});
+/// `threads`: the ExecuTorch threadpool's thread count (1: a build without
+/// ET_USE_THREADPOOL, or a one-thread pool), which decides which query
+/// blocks share a scratch and so inherit each other's row sums.
+KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault = {}, int64_t threads = 1);
 
 /// Lanes of at::vec::Vectorized<float> (32 bytes: the default, AVX2 and NEON
 /// builds), which split _mul_reduce_max_fusion_kernel into a vector part

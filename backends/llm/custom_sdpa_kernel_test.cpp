@@ -40,7 +40,7 @@ struct Call {
   std::optional<double> scale;
 };
 
-Tensor run(const Call& c, Numerics n = Numerics::emulated, KernelFault fault = {}) {
+Tensor run(const Call& c, Numerics n = Numerics::emulated, KernelFault fault = {}, int64_t threads = 1) {
   Graph g;
   std::map<std::string, Tensor> in{{"q", c.q}, {"k", c.k}, {"v", c.v}};
   ValueRef q = g.placeholder("q", {c.q.dtype, sym(c.q.shape)});
@@ -55,7 +55,7 @@ Tensor run(const Call& c, Numerics n = Numerics::emulated, KernelFault fault = {
                                       c.scale ? Arg(*c.scale) : Arg(None{})},
                       {}, {{c.q.dtype, sym(c.q.shape)}})};
   KernelSet ks("t");
-  ks.add(kCustomSdpaOp, custom_sdpa_kernel(n, fault));
+  ks.add(kCustomSdpaOp, custom_sdpa_kernel(n, fault, threads));
   return interpret(g, ks, in, {}).outputs[0];
 }
 
@@ -219,6 +219,75 @@ TEST(CustomSdpa, FullyMaskedRowIsNan) {
   Tensor out = run({q, k, v, mask});
   EXPECT_TRUE(std::isfinite(out.data[0]));
   EXPECT_TRUE(std::isnan(out.data[1]));
+}
+
+// Lq = 33: query blocks [0, 32) and [32, 33), which one thread runs in turn
+// on one scratch. Row 32 has every key masked, row 0 none: the kv block is
+// skipped for row 32 (max and sum stay), and qk_sum_data still holds row
+// 0's sum, so row 32 is 0 * V / sum = 0. With two threads each block has
+// its own zeroed scratch: 0 * (1 / 0) = NaN.
+TEST(CustomSdpa, AFullyMaskedRowKeepsTheSumThePreviousQueryBlockLeft) {
+  Call c{bshd(DType::f32, 33, 1, 1, qf), bshd(DType::f32, 3, 1, 1, kf), bshd(DType::f32, 3, 1, 1, vf)};
+  Tensor mask(DType::f32, {33, 3});
+  for (int64_t j = 0; j < 3; ++j) mask.data[32 * 3 + j] = -INFINITY;
+  c.mask = mask;
+  for (Numerics n : {Numerics::emulated, Numerics::exact}) {
+    EXPECT_EQ(run(c, n, {}, 1).data[32], 0.0);
+    EXPECT_TRUE(std::isnan(run(c, n, {}, 2).data[32]));
+    EXPECT_TRUE(std::isfinite(run(c, n, {}, 2).data[0]));
+  }
+}
+
+// Two heads, Lq = 1, a zero mask: head 0's q is NaN, so its masked row max
+// is NaN and so is its row sum. Head 1 is clean, but on one thread it
+// inherits the NaN sum: the first block's rescale exp(-inf - max) = 0
+// times NaN is NaN, and so is the row. On two threads it is finite.
+TEST(CustomSdpa, ANanRowSumReachesTheSameRowOfTheThreadsNextHead) {
+  Call c{bshd(DType::f32, 1, 2, 1, [](int64_t, int64_t h, int64_t) { return h == 0 ? NAN : 0.5; }),
+         bshd(DType::f32, 3, 2, 1, kf), bshd(DType::f32, 3, 2, 1, vf)};
+  c.mask = Tensor(DType::f32, {1, 3});
+  for (Numerics n : {Numerics::emulated, Numerics::exact}) {
+    EXPECT_TRUE(std::isnan(run(c, n, {}, 1).data[1]));
+    Tensor apart = run(c, n, {}, 2);
+    EXPECT_TRUE(std::isnan(apart.data[0]));
+    EXPECT_TRUE(std::isfinite(apart.data[1]));
+  }
+}
+
+// Batch 2 of one head, Lq = 1, no mask: batch 1's q is NaN. Its unmasked
+// row max drops the NaN (three keys: all in the scalar tail), so the block
+// is skipped; on one thread the row keeps batch 0's sum and comes out 0,
+// finite where aten is NaN. On two threads: 0 * (1 / 0) = NaN.
+TEST(CustomSdpa, ASkippedNanRowAfterAnotherBlockComesOutZero) {
+  Tensor q(DType::f32, {2, 1, 1, 1});
+  q.data = {0.5, NAN};
+  Tensor k(DType::f32, {2, 3, 1, 1}), v(DType::f32, {2, 3, 1, 1});
+  for (int64_t i = 0; i < 6; ++i) {
+    k.data[i] = 0.1 * i;
+    v.data[i] = 1.0 + i;
+  }
+  Call c{q, k, v};
+  for (Numerics n : {Numerics::emulated, Numerics::exact}) {
+    EXPECT_EQ(run(c, n, {}, 1).data[1], 0.0);
+    EXPECT_TRUE(std::isnan(run(c, n, {}, 2).data[1]));
+  }
+}
+
+// parallel_for gives task t the items [t * chunk, (t + 1) * chunk), chunk =
+// ceil(items / threads): with 4 heads on 2 threads, heads 0-1 share one
+// scratch and heads 2-3 the other. A NaN row sum in head 0 reaches head 1
+// but not heads 2 and 3; in head 2 it reaches head 3 only.
+TEST(CustomSdpa, ThreadsShareScratchInContiguousChunks) {
+  for (int64_t nan_head : {0, 2}) {
+    Call c{bshd(DType::f32, 1, 4, 1, [](int64_t, int64_t, int64_t) { return 0.5; }), bshd(DType::f32, 3, 4, 1, kf),
+           bshd(DType::f32, 3, 4, 1, vf)};
+    c.q.data[nan_head] = NAN;
+    c.mask = Tensor(DType::f32, {1, 3});
+    Tensor out = run(c, Numerics::emulated, {}, 2);
+    for (int64_t h = 0; h < 4; ++h)
+      EXPECT_EQ(std::isnan(out.data[h]), h == nan_head || h == nan_head + 1)
+          << "NaN head " << nan_head << ", head " << h;
+  }
 }
 
 TEST(CustomSdpa, CausalFillIsScaledSoScaleZeroGivesNan) {

@@ -8,7 +8,9 @@
 
 namespace sdpa::llm {
 
-/// attn_mask.dim() == 2 and dtype float32 or float16; throws std::runtime_error.
+/// attn_mask.dim() == 2 and dtype float32 or float16; throws std::runtime_error
+/// with "AssertionError in custom_sdpa meta (_validate_params): " and the
+/// assert's own message, dtypes and sizes as Python prints them.
 void meta_check_mask(const ValueInfo& mask);
 
 /// q's dtype float32, bfloat16 or float16, and key.size() == value.size(),

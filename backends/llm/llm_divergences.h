@@ -12,14 +12,22 @@ namespace sdpa::llm {
 
 inline constexpr const char* kFullyMaskedNan = "custom-sdpa-fully-masked-nan";
 inline constexpr const char* kCausalOverwrite = "custom-sdpa-causal-drops-non-finite";
+inline constexpr const char* kCarriedRowSum = "custom-sdpa-carried-row-sum";
 
 std::vector<DeclaredDivergence> custom_sdpa_divergences();
 
+/// How an entry form calls custom_sdpa on a case's tensors.
+struct CustomSdpaCall {
+  bool causal = false;    // row i keeps keys j <= start_pos + i
+  bool masked = false;    // the case's mask is passed (additive; a bool one as 0 / -inf)
+  int64_t start_pos = 0;
+  int64_t threads = 1;    // the threadpool's threads (option "threads")
+};
+
 /// The declared divergence that explains every row of `rows` (query rows of
-/// [B, Hq, Lq]), or none. `causal`: custom_sdpa ran causal at `start_pos`
-/// (row i keeps keys j <= start_pos + i).
+/// [B, Hq, Lq]), or none. Worked out from §1.5 and §1.11 and the case's
+/// values, never from the kernel model's output.
 std::optional<std::string> explain_custom_sdpa_nan(const Case& c, const CaseTensors& t, const Golden& g,
-                                                   const std::vector<int64_t>& rows, bool causal,
-                                                   int64_t start_pos);
+                                                   const std::vector<int64_t>& rows, const CustomSdpaCall& call);
 
 }  // namespace sdpa::llm

@@ -7,20 +7,24 @@
 
 namespace sdpa::llm {
 
-KernelSet custom_ops_kernels(KernelFault fault) {
+KernelSet custom_ops_kernels(KernelFault fault, int64_t threads) {
   KernelSet k("custom_ops");
   const KernelSet& aten = libtorch_kernels();
   for (const auto& op : aten.ops()) k.add(op, *aten.find(op));
   KernelSet portable = make_reference_kernels("portable", Numerics::emulated);
   k.add(kSdpaOp, *portable.find(kSdpaOp));
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, fault));
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, fault, threads));
   return k;
 }
 
-KernelSet exact_custom_ops() {
+KernelSet exact_custom_ops(int64_t threads) {
   KernelSet k = make_reference_kernels("exact", Numerics::exact);
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::exact));
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::exact, {}, threads));
   return k;
+}
+
+int64_t threads_option(const std::map<std::string, std::string>& options) {
+  return std::stoll(options.at("threads"));  // the option's choices are all counts
 }
 
 const std::map<std::string, KernelFault>& kernel_mutants() {

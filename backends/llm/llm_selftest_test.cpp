@@ -72,10 +72,10 @@ TEST(LlmUpstream, FindsShrinksAndRecordsEachDerivedDefectWithin2000Cases) {
       {"(b) Lkv < Lq: custom_sdpa aborts", "crash", says("num_keys_for_causal_attention must be <= kvSize")},
       {"(e) dropout ignored", "unsound-rewrite", in_class("dropout")},
       {"(f) an f16 mask passes export and fails at run time", "invalid-rewrite", says("Attention mask must be a Float tensor")},
-      {"(g) a rank-1 mask fails the Meta assert during the pass", "unexpected-error", says("attn_mask.dim() == 2")},
-      {"a bf16 mask fails the Meta assert during the pass", "unexpected-error", says("must be float32 or float16")},
-      {"D != Dv fails the Meta assert during the pass", "unexpected-error", says("key.size() == value.size()")},
-      {"an f64 call fails the Meta assert during the pass", "unexpected-error", says("query dtype must be")},
+      {"(g) a rank-1 mask fails the Meta assert during the pass", "unexpected-error", says("Expected attn_mask to be 2 dimensional but got 1 dimensions.")},
+      {"a bf16 mask fails the Meta assert during the pass", "unexpected-error", says("Expected attn_mask to be float but got torch.bfloat16")},
+      {"D != Dv fails the Meta assert during the pass", "unexpected-error", says("Key cache and value cache must have same size")},
+      {"an f64 call fails the Meta assert during the pass", "unexpected-error", says("Expected query to be float32, bfloat16, or float16 but got torch.float64")},
       {"a broadcast mask row [1, Lkv] is not [Lq, Lkv]", "crash", says("attn_mask shape mismatch")},
       {"causal with scale 0: -inf * 0", "nan-mismatch", in_class("causal-scale")},
   };
@@ -173,7 +173,7 @@ TEST(LlmContract, ARewriteTheContractMissesOnAnyDataStaysMissed) {
   EXPECT_NE(r.primary()->detail.find("second data draw"), std::string::npos) << r.primary()->detail;
 }
 
-// A call with E != Ev: the Meta kernel's key.size() == value.size() fails
+// A call with E != Ev: the Meta kernel's key_cache.size() == value_cache.size() fails
 // the upstream pass at export (semantics §2.1 item 7), before any graph a
 // shape invariant could see.
 TEST(LlmUpstream, EDifferentFromEvFailsThePassAtExport) {
@@ -186,8 +186,8 @@ TEST(LlmUpstream, EDifferentFromEvFailsThePassAtExport) {
   CaseResult r = run_case(*target, *fixture().reference, c);
   ASSERT_EQ(r.verdict, Verdict::unexpected_error);
   EXPECT_NE(r.primary()->detail.find("pass replace-sdpa-with-custom-sdpa raised: AssertionError in custom_sdpa meta "
-                                     "(_validate_params): key.size() == value.size() failed: [1, s0, 1, 4] and "
-                                     "[1, s0, 1, 2]"),
+                                     "(_validate_params): Key cache and value cache must have same size but got "
+                                     "torch.Size([1, s0, 1, 4]) and torch.Size([1, s0, 1, 2])"),
             std::string::npos)
       << r.primary()->detail;
 }

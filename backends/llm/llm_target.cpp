@@ -44,8 +44,8 @@ class LlmTarget : public Target {
       : options_(std::move(options)),
         pass_(config_of(options_)),
         adapter_(make_adapter_pass(options_, "llm", pass_.name())),
-        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")))),
-        exact_(exact_custom_ops()) {}
+        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")), threads_option(options_))),
+        exact_(exact_custom_ops(threads_option(options_))) {}
 
   std::string name() const override { return "llm"; }
   const Options& options() const override { return options_; }
@@ -89,8 +89,10 @@ class LlmTarget : public Target {
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
                                           const std::vector<int64_t>& rows,
                                           const std::string& kernel_set) const override {
-    const bool causal = c.is_causal || options_.at("assume_causal_mask") == "true";
-    return explain_custom_sdpa_nan(c, t, g, rows, causal, 0);
+    const bool assume_causal = options_.at("assume_causal_mask") == "true";
+    return explain_custom_sdpa_nan(c, t, g, rows,
+                                   {c.is_causal || assume_causal, c.mask.has_value() && !assume_causal, 0,
+                                    threads_option(options_)});
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
@@ -149,6 +151,9 @@ class LlmFactory : public TargetFactory {
              "SDPACustom's constructor argument (entry=sdpa-custom): false calls custom_sdpa causal at "
              "input_pos[0] without the mask, true passes the module's mask as is with start_pos 0"},
             {"weaken", weaken, "none", "switch off one contract rule of the entry form's pass (self-tests)"},
+            {"threads", {"1", "2", "4", "8"}, "1",
+             "threads of the ExecuTorch threadpool custom_sdpa runs on (1: a build without one): "
+             "query blocks one thread runs in turn share their row sums (§1.11)"},
             {"kernel_mutant", faults, "none",
              "a deliberately wrong custom_sdpa (self-tests): P @ V summed in bf16 instead of f32, every "
              "NaN of its output written as 0, the causal fill without start_pos, or the kv loop "

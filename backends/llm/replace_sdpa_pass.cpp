@@ -3,6 +3,7 @@
 // intended design of semantics/passes.md §3 as policy `contract`.
 #include "backends/llm/replace_sdpa_pass.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -50,13 +51,16 @@ class Emitter {
   explicit Emitter(Graph& g) : g_(g) {}
 
   // aten.transpose.int(x, 1, 2) then aten.contiguous.default. A rank < 3
-  // input makes transpose raise, as it does upstream before any check.
+  // input makes transpose raise, as it does upstream before any check:
+  // maybe_wrap_dim checks dim 1, then dim 2, against rank max(r, 1).
   ValueRef swap_seq_and_heads(ValueRef x, const std::string& name) {
     const ValueInfo& in = g_.info(x);
-    if (in.shape.size() < 3)
+    if (in.shape.size() < 3) {
+      const int64_t r = std::max<int64_t>(1, static_cast<int64_t>(in.shape.size()));
       throw std::runtime_error("IndexError: Dimension out of range (expected to be in range of [-" +
-                               std::to_string(in.shape.size()) + ", " +
-                               std::to_string(in.shape.size() - 1) + "], but got 2)");
+                               std::to_string(r) + ", " + std::to_string(r - 1) + "], but got " +
+                               std::to_string(r == 1 ? 1 : 2) + ")");
+    }
     ValueInfo out{in.dtype, swap12(in.shape)};
     ValueRef t = g_.call("aten.transpose.int", {x, int64_t{1}, int64_t{2}}, {}, {out}, name);
     return g_.call("aten.contiguous.default", {t}, {}, {out}, name + "_contiguous");

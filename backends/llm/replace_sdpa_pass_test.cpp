@@ -69,11 +69,11 @@ TEST(UpstreamPass, TheMetaKernelAssertsQueryDtypeAndKeyValueSizes) {
   };
   Case f64 = base();
   f64.dtype = DType::f64;
-  EXPECT_EQ(message(f64), "AssertionError in custom_sdpa meta (_validate_params): query dtype must be float32, "
-                          "bfloat16 or float16, got f64");
+  EXPECT_EQ(message(f64), "AssertionError in custom_sdpa meta (_validate_params): Expected query to be float32, "
+                          "bfloat16, or float16 but got torch.float64");
   Case ev = base();
   ev.value_dim = ev.head_dim + 1;
-  EXPECT_NE(message(ev).find("key.size() == value.size() failed"), std::string::npos) << message(ev);
+  EXPECT_NE(message(ev).find("Key cache and value cache must have same size but got torch.Size("), std::string::npos) << message(ev);
   for (DType t : {DType::f32, DType::bf16, DType::f16}) {
     Case ok = base();
     ok.dtype = t;
@@ -94,21 +94,32 @@ TEST(UpstreamPass, TransposesComeBeforeTheRankCheck) {
 // A Case has a batch and three dims, so a rank-2 call is built by hand:
 // aten takes q, k, v [L, E], but the pass's first transpose(1, 2) raises
 // before the rank check could fall back.
-TEST(UpstreamPass, RankTwoInputsRaiseInTheFirstTranspose) {
+// The SDPA call of a graph whose q, k and v have `shape`.
+Graph sdpa_of_shape(const SymShape& shape) {
   Graph g;
-  ValueRef q = g.placeholder("q", {DType::f32, {SymExpr(3), SymExpr(4)}});
-  ValueRef k = g.placeholder("k", {DType::f32, {SymExpr(3), SymExpr(4)}});
-  ValueRef v = g.placeholder("v", {DType::f32, {SymExpr(3), SymExpr(4)}});
-  g.outputs = {g.call(kSdpaOp, {q, k, v, None{}, 0.0, false}, {}, {{DType::f32, {SymExpr(3), SymExpr(4)}}},
-                      "scaled_dot_product_attention")};
-  ASSERT_TRUE(verify_graph(g).empty());
-  std::string raised = "no raise";
+  ValueRef q = g.placeholder("q", {DType::f32, shape});
+  ValueRef k = g.placeholder("k", {DType::f32, shape});
+  ValueRef v = g.placeholder("v", {DType::f32, shape});
+  g.outputs = {g.call(kSdpaOp, {q, k, v, None{}, 0.0, false}, {}, {{DType::f32, shape}}, "scaled_dot_product_attention")};
+  return g;
+}
+
+std::string upstream_raise(Graph g) {
   try {
     ReplaceSdpaWithCustomSdpaPass(upstream()).run(g, ShapeEnv(), RewriteControl());
   } catch (const std::runtime_error& e) {
-    raised = e.what();
+    return e.what();
   }
-  EXPECT_EQ(raised, "IndexError: Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  return "no raise";
+}
+
+TEST(UpstreamPass, RankTwoInputsRaiseInTheFirstTranspose) {
+  Graph g = sdpa_of_shape({SymExpr(3), SymExpr(4)});
+  ASSERT_TRUE(verify_graph(g).empty());
+  EXPECT_EQ(upstream_raise(g), "IndexError: Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  // Rank 1: transpose's dim 1 is already out of range.
+  EXPECT_EQ(upstream_raise(sdpa_of_shape({SymExpr(4)})),
+            "IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)");
   // The contract checks the rank first and keeps the call.
   Pass::Result kept = ReplaceSdpaWithCustomSdpaPass(contract()).run(g, ShapeEnv(), RewriteControl());
   EXPECT_FALSE(kept.decisions[0].rewrite);

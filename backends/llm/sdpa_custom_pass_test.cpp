@@ -204,7 +204,7 @@ TEST(SdpaCustomPass, WithTheAttentionMaskOnlyAnF32LqByLkvMaskFitsTheOp) {
   CaseResult r = fixture().run(step, {{"guard", "upstream"}, {"use_attention_mask", "true"}});
   EXPECT_EQ(r.verdict, Verdict::unexpected_error);
   ASSERT_NE(r.primary(), nullptr);
-  EXPECT_NE(r.primary()->detail.find("attn_mask dtype must be float32 or float16, got bool"), std::string::npos)
+  EXPECT_NE(r.primary()->detail.find("Expected attn_mask to be float but got torch.bool"), std::string::npos)
       << r.primary()->detail;
   // An f32 [Lq, Lkv] mask passed as is, start_pos 0: sound.
   CaseResult ok = fixture().run(with_mask(cache_step(4, 600, {520}), DType::f32, {4, 600}),

@@ -30,8 +30,8 @@ class SdpaCustomTarget : public Target {
       : options_(std::move(options)),
         config_(swap_config_of(options_)),
         pass_(config_),
-        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")))),
-        exact_(exact_custom_ops()) {}
+        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")), threads_option(options_))),
+        exact_(exact_custom_ops(threads_option(options_))) {}
 
   std::string name() const override { return "llm"; }
   const Options& options() const override { return options_; }
@@ -79,7 +79,9 @@ class SdpaCustomTarget : public Target {
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
                                           const std::vector<int64_t>& rows,
                                           const std::string& kernel_set) const override {
-    return explain_custom_sdpa_nan(c, t, g, rows, !config_.use_attention_mask, t.start_pos);
+    const bool masked = config_.use_attention_mask && t.mask.has_value();
+    return explain_custom_sdpa_nan(c, t, g, rows,
+                                   {!config_.use_attention_mask, masked, t.start_pos, threads_option(options_)});
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {

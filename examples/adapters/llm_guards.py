@@ -122,20 +122,21 @@ class Emitter:
 
 def meta_check_mask(m):
     if len(m.shape) != 2:
-        meta_assert("attn_mask.dim() == 2 failed, got %d" % len(m.shape))
+        meta_assert("Expected attn_mask to be 2 dimensional but got %d dimensions." % len(m.shape))
     if m.dtype not in (torch.float32, torch.float16):
-        meta_assert("attn_mask dtype must be float32 or float16, got " + sa.dtype_name(m.dtype))
+        meta_assert("Expected attn_mask to be float but got %s" % m.dtype)
 
 
 def meta_check_qkv(q, k, v, env):
     """q's dtype, and key.size() == value.size(), a symbolic size answered on its hint as fake tensors do."""
     t = meta(q).dtype
     if t not in ATTENTION_DTYPES:
-        meta_assert("query dtype must be float32, bfloat16 or float16, got " + sa.dtype_name(t))
+        meta_assert("Expected query to be float32, bfloat16, or float16 but got %s" % t)
     ks, vs = meta(k).shape, meta(v).shape
     same = len(ks) == len(vs) and all(a == b or env.on_hint(sa.Fact(a, "==", b)) is True for a, b in zip(ks, vs))
     if not same:
-        meta_assert("key.size() == value.size() failed: %s and %s" % (sa.shape_str(ks), sa.shape_str(vs)))
+        meta_assert("Key cache and value cache must have same size but got torch.Size(%s) and torch.Size(%s)"
+                    % (sa.shape_str(ks), sa.shape_str(vs)))
 
 
 class Config:
