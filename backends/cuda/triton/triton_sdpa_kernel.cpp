@@ -4,8 +4,11 @@
 // Lq == Lkv, mask and causal both applied, GQA kv head h // (Hq / Hkv), and
 // the two Triton programs: the power-of-2 one (exp, inv_l = l > 0 ? 1/l : 0)
 // and the non-power-of-2 one (exp2 with the scale times log2(e), l starting
-// at 1, acc / l), both with f32 scores and P cast to bf16 before P @ V,
-// and a KV tile no row of the query tile keeps (mask or causal) skipped.
+// at 1, acc / l), both with f32 scores and P cast to bf16 before P @ V;
+// the power-of-2 program skips a KV tile no row of its query tile keeps
+// (by the mask when there is one, else by causal) and, with neither, lets
+// its last tile's zero-padded keys (k and v loaded as 0) into the softmax
+// as scores of 0; the other program masks the padding and skips no tile.
 #include "backends/cuda/triton/triton_sdpa_kernel.h"
 
 #include <algorithm>
@@ -52,22 +55,37 @@ Dims validate_qkv_shapes(const TritonCall& c) {
 
 // Which Triton program runs, and how it computes.
 struct Program {
-  int64_t block_m;      // query rows of a tile: a KV tile none of them keeps is skipped
+  int64_t block_m;      // query rows of a tile
   int64_t block_n;
   bool exp2;            // non-power-of-2: scale pre-multiplied by log2(e), exp2
   long double l_init;   // non-power-of-2: l_i starts at 1.0 (harmless: alpha is 0 at the first live tile)
   bool guarded_inverse; // power-of-2: inv_l = l > 0 ? 1/l : 0; else acc / l
+  // Power-of-2 only: block_active skips a KV tile no row of the query tile
+  // keeps, and with neither mask nor causal nothing masks the last tile's
+  // padded keys past Lkv (the non-power-of-2 program's kv_col_mask does).
+  bool skips_tiles;
+  bool scores_padding;
 };
 
 Program program_for(int64_t D, bool exact) {
-  if (exact || is_power_of_2(D)) return {kPow2BlockM, kPow2BlockN, false, 0.0L, true};
-  // _launch_non_pow2_kernel: BLOCK_D = next_pow2(D) clamped to [16, 256], BLOCK_N 128 (64 at BLOCK_D 256).
-  if (D > 256)
-    throw KernelError(KernelError::Kind::unsupported,
-                      "triton.sdpa non-power-of-2 D > 256 computes only BLOCK_D = 256 dims and leaves "
-                      "the rest of the output unwritten: not modeled");
-  const int64_t block_d = D <= 16 ? 16 : D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 256;
-  return {32, block_d >= 256 ? 64 : 128, true, 1.0L, false};
+  Program p{kPow2BlockM, kPow2BlockN, false, 0.0L, true, true, true};
+  if (!is_power_of_2(D)) {
+    // _launch_non_pow2_kernel: BLOCK_D = next_pow2(D) clamped to [16, 256], BLOCK_N 128 (64 at BLOCK_D 256).
+    if (D > 256 && !exact)
+      throw KernelError(KernelError::Kind::unsupported,
+                        "triton.sdpa non-power-of-2 D > 256 computes only BLOCK_D = 256 dims and leaves "
+                        "the rest of the output unwritten: not modeled");
+    const int64_t block_d = D <= 16 ? 16 : D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 256;
+    p = {32, block_d >= 256 ? 64 : 128, true, 1.0L, false, false, false};
+  }
+  // Exact: the programs' two arithmetics are the same numbers; the tiles,
+  // the skips and the padding stay those of D's program.
+  if (exact) {
+    p.exp2 = false;
+    p.l_init = 0.0L;
+    p.guarded_inverse = true;
+  }
+  return p;
 }
 
 class StandardSdpa {
@@ -101,21 +119,35 @@ class StandardSdpa {
 
   bool kept(int64_t b, int64_t i, int64_t j) const {
     if (c_.is_causal && j > i) return false;
-    return !c_.mask || c_.mask->data[(b * d_.Lq + i) * d_.Lkv + j] != 0.0;
+    return !c_.mask || mask_keeps(b, i, j);
+  }
+  bool mask_keeps(int64_t b, int64_t i, int64_t j) const {
+    return c_.mask->data[(b * d_.Lq + i) * d_.Lkv + j] != 0.0;
   }
 
-  // Whether any query row of each (batch, BLOCK_M row tile, BLOCK_N key
-  // tile) keeps a key of it: the program skips the others (fully masked KV
-  // tiles, since 6b5273f289), so their 0 * V is never computed. The mask is
-  // [B, 1, Lq, Lkv], shared by heads.
+  // The power-of-2 program's block_active for each (batch, BLOCK_M row
+  // tile, BLOCK_N key tile), since 6b5273f289: with a mask, whether it keeps
+  // a key of the tile for some row (causal is not consulted); without one,
+  // under causal, whether the tile starts at or before the tile's last row.
+  // A skipped tile's 0 * V is never computed. The mask is [B, 1, Lq, Lkv],
+  // shared by heads. The other program runs every tile.
   void mark_live_tiles() {
     m_tiles_ = (d_.Lq + prog_.block_m - 1) / prog_.block_m;
     n_tiles_ = (d_.Lkv + prog_.block_n - 1) / prog_.block_n;
-    live_.assign(static_cast<size_t>(d_.B * m_tiles_ * n_tiles_), 0);
+    live_.assign(static_cast<size_t>(d_.B * m_tiles_ * n_tiles_), prog_.skips_tiles ? 0 : 1);
+    if (!prog_.skips_tiles) return;
     for (int64_t b = 0; b < d_.B; ++b)
       for (int64_t i = 0; i < d_.Lq; ++i)
         for (int64_t j = 0; j < d_.Lkv; ++j)
-          if (kept(b, i, j)) live_[(b * m_tiles_ + i / prog_.block_m) * n_tiles_ + j / prog_.block_n] = 1;
+          if (c_.mask ? mask_keeps(b, i, j) : !c_.is_causal || j <= i)
+            live_[(b * m_tiles_ + i / prog_.block_m) * n_tiles_ + j / prog_.block_n] = 1;
+  }
+
+  // A padded key's score: q . 0 (NaN where q holds inf or NaN) times the scale.
+  long double padding_score(int64_t b, int64_t h, int64_t i) const {
+    long double dot = 0;
+    for (int64_t e = 0; e < d_.D; ++e) dot = ar_.f32(dot + at4(*c_.q, b, h, i, e) * 0.0L);
+    return ar_.f32(dot * scale_);
   }
 
   bool live(int64_t b, int64_t i, int64_t n) const {
@@ -126,11 +158,16 @@ class StandardSdpa {
     const int64_t hk = h / (d_.Hq / d_.Hkv);  // GQA: kv head h // num_groups
     long double m = kNegInf, l = prog_.l_init;
     std::vector<long double> acc(d_.D, 0), s(prog_.block_n), p(prog_.block_n);
+    // Neither mask nor causal: the last tile's keys past Lkv (k and v
+    // loaded as 0) score q . 0 and take part in the softmax (power-of-2).
+    const bool padding = prog_.scores_padding && !c_.mask && !c_.is_causal;
     for (int64_t n = 0; n < d_.Lkv; n += prog_.block_n) {
       if (!live(b, i, n)) continue;
-      const int64_t cols = std::min(prog_.block_n, d_.Lkv - n);
+      const int64_t keys = std::min(prog_.block_n, d_.Lkv - n);
+      const int64_t cols = padding ? prog_.block_n : keys;
       long double m_new = m;
-      for (int64_t c = 0; c < cols; ++c) m_new = std::max(m_new, s[c] = score(b, h, i, hk, n + c));
+      for (int64_t c = 0; c < cols; ++c)
+        m_new = std::max(m_new, s[c] = c < keys ? score(b, h, i, hk, n + c) : padding_score(b, h, i));
       long double l_tile = 0;
       for (int64_t c = 0; c < cols; ++c) {
         p[c] = m_new > kNegInf ? exp(ar_.f32(s[c] - m_new)) : 0.0L;  // safe_diff
@@ -153,7 +190,8 @@ class StandardSdpa {
   long double pv(long double acc, long double alpha, const std::vector<long double>& p, int64_t cols,
                  int64_t b, int64_t hk, int64_t n, int64_t e) const {
     long double dot = prog_.guarded_inverse ? 0.0L : ar_.f32(acc * alpha);
-    for (int64_t c = 0; c < cols; ++c) dot = ar_.f32(dot + p[c] * at4(*c_.v, b, hk, n + c, e));
+    for (int64_t c = 0; c < cols; ++c)
+      dot = ar_.f32(dot + p[c] * (n + c < d_.Lkv ? at4(*c_.v, b, hk, n + c, e) : 0.0));  // padded v: 0
     return prog_.guarded_inverse ? ar_.f32(ar_.f32(acc * alpha) + dot) : dot;
   }
 

@@ -11,7 +11,9 @@ namespace sdpa::cuda_triton {
 inline constexpr const char* kTritonSdpaOp = "triton.sdpa.default";
 
 /// BLOCK_N of the power-of-2 kernel is autotuned in {32, 64, 128}; the
-/// model takes 64 (the tiling changes only the f32 rounding order).
+/// model takes 64. Besides the f32 rounding order it decides how many
+/// zero-padded keys an unmasked, non-causal call's last tile lets into the
+/// softmax (64 * ceil(Lkv / 64) - Lkv here; another config, another count).
 inline constexpr int64_t kPow2BlockN = 64;
 /// BLOCK_M of the power-of-2 kernel, autotuned in {16, ..., 128}: the model
 /// takes 64. It decides which KV tiles are skipped (no row of the query

@@ -25,7 +25,14 @@ double at(const Tensor& t, int64_t h, int64_t i, int64_t e) {
   return t.data[(h * t.shape[2] + i) * t.shape[3] + e];
 }
 
-// semantics §5 item 6: q[1,1,2,4], k/v[1,1,2,4], scale 0.0.
+// A bool mask [B, 1, Lq, Lkv] that keeps every key: it also masks the last
+// KV tile's zero padding, which an unmasked, non-causal power-of-2 call
+// lets into its softmax (AnUnmaskedCallCountsTheLastTilesZeroPaddedKeys).
+Tensor keep_all(int64_t B, int64_t Lq, int64_t Lkv) {
+  return bools({B, 1, Lq, Lkv}, std::vector<int>(static_cast<size_t>(B * Lq * Lkv), 1));
+}
+
+// semantics §5 item 6: q[1,1,2,4], k/v[1,1,2,4], scale 0.0, every key kept.
 Spec scale_zero_case() {
   auto q = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t i, int64_t e) { return e == i ? 1.0 : 0.0; });
   auto k = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t j, int64_t e) {
@@ -34,7 +41,7 @@ Spec scale_zero_case() {
   auto v = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t j, int64_t e) {
     return j == 0 && e == 0 ? 2.0 : j == 1 && e == 1 ? 4.0 : 0.0;
   });
-  return {q, k, v};
+  return {q, k, v, keep_all(1, 2, 2)};
 }
 
 TEST(TritonSdpa, ScaleZeroIsReadAsOneOverSqrtD) {
@@ -129,7 +136,7 @@ TEST(TritonSdpa, MaskAndCausalAreBothApplied) {
 TEST(TritonSdpa, GqaMapsQueryHeadToHeadOverGroupSize) {
   // Hq 4, Hkv 2, one key: head h returns v of kv head h // 2 (a modulo map gives 10, 11, 10, 11).
   Spec c{bhld({1, 4, 1, 1}, [](auto...) { return 1.0; }), bhld({1, 2, 1, 1}, [](auto...) { return 1.0; }),
-         bhld({1, 2, 1, 1}, [](int64_t, int64_t h, int64_t, int64_t) { return 10.0 + h; })};
+         bhld({1, 2, 1, 1}, [](int64_t, int64_t h, int64_t, int64_t) { return 10.0 + h; }), keep_all(1, 1, 1)};
   c.enable_gqa = true;
   EXPECT_EQ(run(c).data, (std::vector<double>{10, 10, 11, 11}));
 }
@@ -137,7 +144,7 @@ TEST(TritonSdpa, GqaMapsQueryHeadToHeadOverGroupSize) {
 TEST(TritonSdpa, MqaWithoutEnableGqaRaises) {
   // semantics §5 item 9: q[1,4,2,4], k/v[1,1,2,4].
   auto f = [](auto...) { return 1.0; };
-  Spec c{bhld({1, 4, 2, 4}, f), bhld({1, 1, 2, 4}, f), bhld({1, 1, 2, 4}, f)};
+  Spec c{bhld({1, 4, 2, 4}, f), bhld({1, 1, 2, 4}, f), bhld({1, 1, 2, 4}, f), keep_all(1, 2, 2)};
   EXPECT_EQ(raised([&] { run(c); }),
             std::make_pair(KernelError::Kind::recoverable,
                            std::string("Head counts must match (or use enable_gqa=True); got H_q=4, H_k=1.")));
@@ -150,10 +157,60 @@ TEST(TritonSdpa, PIsRoundedToBf16BeforePV) {
   // bf16(0.9375 / 1.93941307) = 0.482421875; with P unrounded it would be 0.484375.
   Spec c{bhld({1, 1, 1, 1}, [](auto...) { return 1.0; }),
          bhld({1, 1, 2, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return j ? -0.0625 : 0.0; }),
-         bhld({1, 1, 2, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return double(j); })};
+         bhld({1, 1, 2, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return double(j); }), keep_all(1, 1, 2)};
   c.scale = 1.0;
   EXPECT_EQ(run(c).data[0], 0.482421875);
   EXPECT_NEAR(run(c, Numerics::exact).data[0], std::exp(-0.0625) / (1 + std::exp(-0.0625)), 1e-15);
+}
+
+// Neither mask nor causal, a power-of-2 D: nothing masks the last KV
+// tile's keys past Lkv, loaded as k = v = 0 (executorch sdpa.py
+// _sdpa_fwd_kernel_body, read at 01b05b9088; upstream's test notes it).
+// Lkv 2, scores 0, v = (1, 3): the 62 padded keys score 0 too, so the row
+// is (1 + 3) / 64, not 2. A mask that keeps every key, causal, a
+// non-power-of-2 D (its kv_col_mask) or Lkv a multiple of BLOCK_N = 64
+// gives the softmax.
+TEST(TritonSdpa, AnUnmaskedCallCountsTheLastTilesZeroPaddedKeys) {
+  auto zero = [](auto...) { return 0.0; };
+  auto v13 = [](int64_t, int64_t, int64_t j, int64_t) { return 1.0 + 2.0 * (j % 2); };
+  for (Numerics n : {Numerics::emulated, Numerics::exact}) {
+    Spec bare{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 2, 4}, zero), bhld({1, 1, 2, 4}, v13)};
+    EXPECT_EQ(run(bare, n).data, std::vector<double>(4, 0.0625));
+    Spec masked = bare;
+    masked.mask = keep_all(1, 1, 2);
+    EXPECT_EQ(run(masked, n).data, std::vector<double>(4, 2.0));
+    Spec odd_d{bhld({1, 1, 1, 3}, zero), bhld({1, 1, 2, 3}, zero), bhld({1, 1, 2, 3}, v13)};
+    EXPECT_EQ(run(odd_d, n).data, std::vector<double>(3, 2.0));
+    Spec whole_tile{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 64, 4}, zero), bhld({1, 1, 64, 4}, v13)};
+    EXPECT_EQ(run(whole_tile, n).data, std::vector<double>(4, 2.0));
+    // Causal needs Lq == Lkv; row 1 keeps both keys and no padding.
+    Spec causal{bhld({1, 1, 2, 4}, zero), bhld({1, 1, 2, 4}, zero), bhld({1, 1, 2, 4}, v13)};
+    causal.is_causal = true;
+    EXPECT_EQ(run(causal, n).data[4], 2.0);
+  }
+}
+
+// block_active (power-of-2 program): with a mask it looks at the mask
+// alone, so a tile causal empties for the query tile still runs (0 * V);
+// the non-power-of-2 program runs every tile. v = inf at key 100 of 128.
+TEST(TritonSdpa, OnlyThePowerOfTwoProgramSkipsTilesAndByTheMaskWhenThereIsOne) {
+  auto zero = [](auto...) { return 0.0; };
+  auto v = [](int64_t, int64_t, int64_t j, int64_t) { return j == 100 ? std::numeric_limits<double>::infinity() : 1.0; };
+  // Causal, Lq = Lkv = 128: rows 0..63 (query tile 0) keep no key of tile 1.
+  Spec causal{bhld({1, 1, 128, 4}, zero), bhld({1, 1, 128, 4}, zero), bhld({1, 1, 128, 4}, v)};
+  causal.is_causal = true;
+  EXPECT_TRUE(std::isfinite(run(causal).data[0])) << "causal alone: tile 1 skipped for rows 0..63";
+  Spec both = causal;
+  both.mask = keep_all(1, 128, 128);
+  EXPECT_TRUE(std::isnan(run(both).data[0])) << "with a mask: tile 1 runs, 0 * inf";
+  // D 3: one 128-key tile per 128 keys; a mask keeping keys 0..127 of 256.
+  std::vector<int> first(256, 0);
+  for (int j = 0; j < 128; ++j) first[j] = 1;
+  auto v256 = [](int64_t, int64_t, int64_t j, int64_t) { return j == 200 ? std::numeric_limits<double>::infinity() : 1.0; };
+  Spec odd{bhld({1, 1, 1, 3}, zero), bhld({1, 1, 256, 3}, zero), bhld({1, 1, 256, 3}, v256), bools({1, 1, 1, 256}, first)};
+  EXPECT_TRUE(std::isnan(run(odd).data[0])) << "non-power-of-2: the masked tile runs";
+  Spec pow2{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 256, 4}, zero), bhld({1, 1, 256, 4}, v256), bools({1, 1, 1, 256}, first)};
+  EXPECT_EQ(run(pow2).data, std::vector<double>(4, 1.0)) << "power-of-2: the masked tiles are skipped";
 }
 
 TEST(TritonSdpa, EmulatedStaysWithinBf16OfExactAcrossTiles) {
