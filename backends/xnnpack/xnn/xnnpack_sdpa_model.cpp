@@ -16,6 +16,10 @@ constexpr const char* kNode = "Scaled Dot Product Attention";  // xnn_node_type_
 constexpr const char* kDefine = "xnn_define_scaled_dot_product_attention";
 // Inputs below this give exp = +0 in the f32 raddstoreexpminusmax kernels.
 constexpr float kExpCutoff = -0x1.5D589Ep6f;
+// The f16 kernels (f16-raddstoreexpminusmax, e.g. avx2-rr1-p2) zero exp
+// below the smallest x whose exp is a normal fp16: no subnormal p is stored
+// or summed.
+constexpr float kExpCutoffF16 = -0x1.368000p+3f;
 // Query-token tile of one task (the GEMM's mr). The rows of a tile are
 // independent, so the value changes the order of work, not a result.
 constexpr int64_t kTokenBlock = 7;
@@ -256,6 +260,7 @@ FloatTensor xnnpack_sdpa_model(const SdpaOperatorCall& call) {
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t u = 0; u < U; ++u) logits[i * U + u] = rnd(logits[i * U + u] + mask[(t0 + i) * U + u]);
         // 5. Softmax per row: rmax, raddstoreexpminusmax, reciprocal, vmulc.
+        const float cutoff = call.precision == Precision::f16 ? kExpCutoffF16 : kExpCutoff;
         for (int64_t i = 0; i < rows; ++i) {
           float* row = logits.data() + i * U;
           float row_max = row[0];
@@ -263,7 +268,7 @@ FloatTensor xnnpack_sdpa_model(const SdpaOperatorCall& call) {
           float sum = 0.0f;
           for (int64_t u = 0; u < U; ++u) {
             const float x = row[u] - row_max;  // NaN when row_max is -inf
-            const float e = x < kExpCutoff ? 0.0f : std::exp(x);
+            const float e = x < cutoff ? 0.0f : std::exp(x);
             sum += e;  // f32 accumulation of the unrounded values
             row[u] = rnd(e);
           }

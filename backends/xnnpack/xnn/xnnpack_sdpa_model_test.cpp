@@ -468,6 +468,24 @@ TEST(XnnpackSdpaModel, ReferenceComparisonAllowsAnF16ProbabilityThatUnderflows) 
   EXPECT_FALSE(violations(filled({1, 1, 1}, [](int64_t) { return -4.0e-7f; }), ref).empty());
 }
 
+// The f16 exp kernels zero exp(x) below -9.703125, where it stops being a
+// normal fp16; the f32 ones only below -87.3. Logits (0, -12), V = (0,
+// 1000): in f16 p1 = 0 and O = 0; in f32 O = 1000 e^-12 / (1 + e^-12).
+// A gap of -9.6 keeps p1 in f16 too.
+TEST(XnnpackSdpaModel, F16ExpIsZeroBelowTheSmallestNormalHalfOnly) {
+  auto call = [](float gap, Precision p) {
+    SdpaOperatorCall c{filled({1, 1, 1}, [](int64_t) { return 1.0f; }), filled({2, 1}, [](int64_t) { return 0.0f; }),
+                       filled({2, 1}, [](int64_t u) { return u == 0 ? 0.0f : 1000.0f; }),
+                       filled({1}, [](int64_t) { return 1.0f; }),
+                       filled({1, 2}, [gap](int64_t u) { return u == 0 ? 0.0f : gap; })};
+    c.precision = p;
+    return xnnpack_sdpa_model(c).data[0];
+  };
+  EXPECT_EQ(call(-12.0f, Precision::f16), 0.0f);
+  EXPECT_NEAR(call(-12.0f, Precision::f32), 1000 * std::exp(-12.0) / (1 + std::exp(-12.0)), 1e-6);
+  EXPECT_NEAR(call(-9.6f, Precision::f16), 1000 * std::exp(-9.6), 1e-3);
+}
+
 TEST(XnnpackSdpaModel, ReferenceComparisonCatchesAModelThatForgetsTheScale) {
   // The wrong variant: the operator run without its scale (as if Q_s = Q), against the meaning with it.
   const SdpaOperatorCall c = scaled_case();
