@@ -77,7 +77,7 @@ check dropout-verdict 0 "^REPRODUCED IN MODEL: sdpacheck's model of the rewrite 
 check crash-verdict 0 "^REPRODUCED IN MODEL: sdpacheck's model of the rewrite \(llama\.custom_sdpa\) fails at run 0: .*num_keys_for_causal_attention must be <= kvSize.*, where PyTorch's original call returns a result$" \
   bash -c "'$BIN' repro '$SRC/corpus/llm/llm-crash-4a41dfd9-e5f8985f.json' --pytorch | $PY - | tail -1"
 check pass-raised-verdict 0 "^REPRODUCED IN MODEL: sdpacheck's model of the rewrite \(llama\.custom_sdpa\) fails: pass replace-sdpa-with-custom-sdpa raised: AssertionError" \
-  bash -c "'$BIN' repro '$SRC/corpus/llm/llm-unexpected-error-599e954b-edbd99af.json' --pytorch | $PY - | tail -1"
+  bash -c "'$BIN' repro '$SRC/corpus/llm/llm-unexpected-error-2400c5d7-edbd99af.json' --pytorch | $PY - | tail -1"
 
 # The ExecuTorch branch, run against reports/testdata/executorch_test_double: a TEST DOUBLE of the
 # two ExecuTorch modules the llm script imports, whose stub pass rewrites as SDPACHECK_TEST_REWRITE
