@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 namespace sdpa::llm {
 namespace {
@@ -36,16 +38,6 @@ int64_t read_end(const Blocks& s, const CustomSdpaCall& call, int64_t i) {
   return std::min(s.kv_size, (num_keys + s.kv_split - 1) / s.kv_split * s.kv_split);
 }
 
-// q.k * scale of query row (b, h, i) at key j, in long double.
-long double score(const Case& c, const CaseTensors& t, const Blocks& s, int64_t b, int64_t h, int64_t i, int64_t j) {
-  const int64_t hk = s.Hkv == s.Hq ? h : (s.Hkv == 1 ? 0 : h / (s.Hq / s.Hkv));
-  long double x = 0;
-  for (int64_t e = 0; e < s.E; ++e)
-    x += static_cast<long double>(t.q.data[((b * s.Hq + h) * s.Lq + i) * s.E + e]) *
-         t.k.data[((b * s.Hkv + hk) * s.Lkv + j) * s.E + e];
-  return x * static_cast<long double>(c.effective_scale());
-}
-
 // The additive mask at (i, j): a bool mask as where(mask, 0, -inf) (§2.1),
 // a float one as it is; 0 where the mask is not the [Lq, Lkv] custom_sdpa
 // takes (the kernel refuses such a call before any arithmetic).
@@ -55,75 +47,113 @@ long double mask_at(const CaseTensors& t, const Blocks& s, int64_t i, int64_t j)
   return t.mask->dtype == DType::b8 ? (a != 0 ? 0.0L : -INFINITY) : a;
 }
 
+// A query row of [B, Hq, Lq]: its batch, head, position and kv head (GQA
+// h / (Hq / Hkv)).
+struct Row {
+  int64_t b, h, i, hk;
+};
+
+Row row_of(const Blocks& s, int64_t row) {
+  const int64_t h = (row / s.Lq) % s.Hq;
+  return {row / (s.Hq * s.Lq), h, row % s.Lq, s.Hkv == s.Hq ? h : (s.Hkv == 1 ? 0 : h / (s.Hq / s.Hkv))};
+}
+
 bool nan_or_plus_inf(long double x) { return std::isnan(x) || x == INFINITY; }
 
-// Causal query row (b, h, i): its scores at the kept keys (j <= start_pos +
-// i) hold no NaN or +inf, and a dropped key's score does, or a key the
-// kernel never reads (cut by §1.5, or in a kv block past num_keys) holds an
-// inf or NaN in V. aten adds the causal -inf (NaN + -inf and inf + -inf are
-// NaN) and multiplies the zero weight into V (0 * inf is NaN): the row is
-// NaN. custom_sdpa writes -inf over q.k before the scale (§1.8), so a
-// dropped score cannot reach the row; a dropped key it reads still gets
-// its 0 * V, so only an unread key's V is out of its reach.
-bool causal_drop_explains(const Case& c, const CaseTensors& t, const Blocks& s, const CustomSdpaCall& call,
-                          int64_t row) {
-  const int64_t b = row / (s.Hq * s.Lq), h = (row / s.Lq) % s.Hq, i = row % s.Lq;
-  const int64_t hk = s.Hkv == s.Hq ? h : (s.Hkv == 1 ? 0 : h / (s.Hq / s.Hkv));
-  const int64_t unread_from = read_end(s, call, i);
-  bool kept_ok = true, dropped_bad = false;
-  for (int64_t j = 0; j < s.Lkv; ++j) {
-    bool bad = nan_or_plus_inf(score(c, t, s, b, h, i, j));
-    if (j <= call.start_pos + i) {
-      kept_ok = kept_ok && !bad;
-      continue;
-    }
-    if (j >= unread_from)
-      for (int64_t e = 0; e < s.Ev; ++e) bad = bad || !std::isfinite(t.v.data[((b * s.Hkv + hk) * s.Lkv + j) * s.Ev + e]);
-    dropped_bad = dropped_bad || bad;
-  }
-  return kept_ok && dropped_bad;
-}
+// The facts of one custom_sdpa call on one case's tensors, each worked out
+// from the page and the values, never from the kernel model.
+class CallFacts {
+ public:
+  CallFacts(const Case& c, const CaseTensors& t, const CustomSdpaCall& call)
+      : t_(t), call_(call), s_(blocks_of(t, call)), scale_(c.effective_scale()),
+        sum_nan_(static_cast<size_t>(s_.B * s_.Hq * s_.Lq), -1) {}
 
-// Whether the row sum of query row (b, h, i) turns NaN: a key the kernel
-// reads and keeps holds a NaN or +inf score (with the mask added), or a
-// causally filled one does (-inf * scale is NaN or +inf for scale <= 0).
-// It errs towards NaN: a block whose only finite-looking max is -inf after
-// the unmasked max drops a NaN is skipped upstream and keeps its sum.
-bool row_sum_is_nan(const Case& c, const CaseTensors& t, const Blocks& s, const CustomSdpaCall& call,
-                    int64_t b, int64_t h, int64_t i) {
-  const int64_t end = read_end(s, call, i);
-  const bool fill_bad = !(c.effective_scale() > 0);
-  for (int64_t j = 0; j < end; ++j) {
-    if (call.causal && j > call.start_pos + i) {
-      if (fill_bad) return true;
-      continue;
+  // Causal query row r: its scores at the kept keys (j <= start_pos + i)
+  // hold no NaN or +inf, and a dropped key's score does, or a key the kernel
+  // never reads (cut by §1.5, or in a kv block past num_keys) holds an inf
+  // or NaN in V. aten adds the causal -inf (NaN + -inf and inf + -inf are
+  // NaN) and multiplies the zero weight into V (0 * inf is NaN): the row is
+  // NaN. custom_sdpa writes -inf over q.k before the scale (§1.8), so a
+  // dropped score cannot reach the row; a dropped key it reads still gets
+  // its 0 * V, so only an unread key's V is out of its reach.
+  bool causal_drop_explains(int64_t row) const {
+    const Row r = row_of(s_, row);
+    const int64_t unread_from = read_end(s_, call_, r.i);
+    bool kept_ok = true, dropped_bad = false;
+    for (int64_t j = 0; j < s_.Lkv; ++j) {
+      bool bad = nan_or_plus_inf(score(r, j));
+      if (j <= call_.start_pos + r.i) {
+        kept_ok = kept_ok && !bad;
+        continue;
+      }
+      if (j >= unread_from)
+        for (int64_t e = 0; e < s_.Ev; ++e)
+          bad = bad || !std::isfinite(t_.v.data[((r.b * s_.Hkv + r.hk) * s_.Lkv + j) * s_.Ev + e]);
+      dropped_bad = dropped_bad || bad;
     }
-    long double x = score(c, t, s, b, h, i, j);
-    if (call.masked) x += mask_at(t, s, i, j);
-    if (nan_or_plus_inf(x)) return true;
+    return kept_ok && dropped_bad;
   }
-  return false;
-}
 
-// Query row (b, h, i) runs in query block z = (b * Hq + h) * qSlice + i /
-// qSplit as row r = i % qSplit. parallel_for gives each task the items
-// [t * chunk, (t + 1) * chunk), chunk = ceil(items / threads), in turn on
-// one scratch whose qk_sum_data no query block resets (§1.11): an earlier
-// item of the same task whose row r sum went NaN leaves row r NaN (0 * NaN
-// survives the first block's exp(-inf - max) = 0 rescale).
-bool carried_sum_explains(const Case& c, const CaseTensors& t, const Blocks& s, const CustomSdpaCall& call,
-                          int64_t row) {
-  const int64_t b = row / (s.Hq * s.Lq), h = (row / s.Lq) % s.Hq, i = row % s.Lq;
-  const int64_t items = s.B * s.Hq * s.q_slice;
-  const int64_t chunk = std::max<int64_t>(1, (items + call.threads - 1) / std::max<int64_t>(1, call.threads));
-  const int64_t z = (b * s.Hq + h) * s.q_slice + i / s.q_split, r = i % s.q_split;
-  for (int64_t y = z / chunk * chunk; y < z; ++y) {
-    const int64_t yi = (y % s.q_slice) * s.q_split + r;
-    if (yi >= s.Lq) continue;  // a shorter last query block has no row r
-    if (row_sum_is_nan(c, t, s, call, y / (s.q_slice * s.Hq), (y / s.q_slice) % s.Hq, yi)) return true;
+  // Query row (b, h, i) runs in query block z = (b * Hq + h) * qSlice + i /
+  // qSplit as row r = i % qSplit. parallel_for gives each task the items
+  // [t * chunk, (t + 1) * chunk), chunk = ceil(items / threads), in turn on
+  // one scratch whose qk_sum_data no query block resets (§1.11): an earlier
+  // item of the same task whose row r sum went NaN leaves row r NaN (0 * NaN
+  // survives the first block's exp(-inf - max) = 0 rescale).
+  bool carried_sum_explains(int64_t row) {
+    const Row x = row_of(s_, row);
+    const int64_t items = s_.B * s_.Hq * s_.q_slice;
+    const int64_t chunk = std::max<int64_t>(1, (items + call_.threads - 1) / std::max<int64_t>(1, call_.threads));
+    const int64_t z = (x.b * s_.Hq + x.h) * s_.q_slice + x.i / s_.q_split, r = x.i % s_.q_split;
+    for (int64_t y = z / chunk * chunk; y < z; ++y) {
+      const int64_t yi = (y % s_.q_slice) * s_.q_split + r;
+      if (yi >= s_.Lq) continue;  // a shorter last query block has no row r
+      if (row_sum_is_nan((y / s_.q_slice) * s_.Lq + yi)) return true;  // y / qSlice = b * Hq + h
+    }
+    return false;
   }
-  return false;
-}
+
+ private:
+  // q.k * scale of row r at key j, in long double.
+  long double score(const Row& r, int64_t j) const {
+    long double x = 0;
+    for (int64_t e = 0; e < s_.E; ++e)
+      x += static_cast<long double>(t_.q.data[((r.b * s_.Hq + r.h) * s_.Lq + r.i) * s_.E + e]) *
+           t_.k.data[((r.b * s_.Hkv + r.hk) * s_.Lkv + j) * s_.E + e];
+    return x * static_cast<long double>(scale_);
+  }
+
+  // Whether the row sum of a query row turns NaN: a key the kernel reads
+  // and keeps holds a NaN or +inf score (with the mask added), or a
+  // causally filled one does (-inf * scale is NaN or +inf for scale <= 0).
+  // It errs towards NaN: a block whose only finite-looking max is -inf after
+  // the unmasked max drops a NaN is skipped upstream and keeps its sum.
+  // Memoized: every later row of a task asks about the same earlier rows.
+  bool row_sum_is_nan(int64_t row) {
+    int8_t& known = sum_nan_[static_cast<size_t>(row)];
+    if (known < 0) known = compute_row_sum_is_nan(row_of(s_, row)) ? 1 : 0;
+    return known == 1;
+  }
+  bool compute_row_sum_is_nan(const Row& r) const {
+    const int64_t end = read_end(s_, call_, r.i);
+    for (int64_t j = 0; j < end; ++j) {
+      if (call_.causal && j > call_.start_pos + r.i) {
+        if (!(scale_ > 0)) return true;
+        continue;
+      }
+      long double x = score(r, j);
+      if (call_.masked) x += mask_at(t_, s_, r.i, j);
+      if (nan_or_plus_inf(x)) return true;
+    }
+    return false;
+  }
+
+  const CaseTensors& t_;
+  const CustomSdpaCall& call_;
+  const Blocks s_;
+  const double scale_;
+  std::vector<int8_t> sum_nan_;  // per query row: -1 unknown, 0 or 1
+};
 
 }  // namespace
 
@@ -146,13 +176,13 @@ std::vector<DeclaredDivergence> custom_sdpa_divergences() {
 std::optional<std::string> explain_custom_sdpa_nan(const Case& c, const CaseTensors& t, const Golden& g,
                                                    const std::vector<int64_t>& rows, const CustomSdpaCall& call) {
   if (t.q.shape.size() != 4 || t.k.shape.size() != 4 || t.v.shape.size() != 4) return std::nullopt;
-  const Blocks s = blocks_of(t, call);
+  CallFacts facts(c, t, call);
   std::optional<std::string> first;  // the reason of the first row not fully masked
   for (int64_t r : rows) {
     if (g.fully_masked.at(static_cast<size_t>(r))) continue;
-    const char* reason = call.causal && causal_drop_explains(c, t, s, call, r) ? kCausalOverwrite
-                         : carried_sum_explains(c, t, s, call, r)             ? kCarriedRowSum
-                                                                               : nullptr;
+    const char* reason = call.causal && facts.causal_drop_explains(r) ? kCausalOverwrite
+                         : facts.carried_sum_explains(r)              ? kCarriedRowSum
+                                                                      : nullptr;
     if (!reason) return std::nullopt;
     if (!first) first = reason;
   }

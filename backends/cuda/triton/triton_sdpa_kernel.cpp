@@ -161,13 +161,14 @@ class StandardSdpa {
     // Neither mask nor causal: the last tile's keys past Lkv (k and v
     // loaded as 0) score q . 0 and take part in the softmax (power-of-2).
     const bool padding = prog_.scores_padding && !c_.mask && !c_.is_causal;
+    const long double pad_score = padding ? padding_score(b, h, i) : 0.0L;
     for (int64_t n = 0; n < d_.Lkv; n += prog_.block_n) {
       if (!live(b, i, n)) continue;
       const int64_t keys = std::min(prog_.block_n, d_.Lkv - n);
       const int64_t cols = padding ? prog_.block_n : keys;
       long double m_new = m;
       for (int64_t c = 0; c < cols; ++c)
-        m_new = std::max(m_new, s[c] = c < keys ? score(b, h, i, hk, n + c) : padding_score(b, h, i));
+        m_new = std::max(m_new, s[c] = c < keys ? score(b, h, i, hk, n + c) : pad_score);
       long double l_tile = 0;
       for (int64_t c = 0; c < cols; ++c) {
         p[c] = m_new > kNegInf ? exp(ar_.f32(s[c] - m_new)) : 0.0L;  // safe_diff
