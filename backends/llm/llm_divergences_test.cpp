@@ -93,6 +93,19 @@ TEST(LlmDivergences, OnlyTheSameRowOffsetOfAnEarlierQueryBlockCarries) {
   EXPECT_EQ(explain(x, {33}, {false, false, 0, 1}), std::nullopt);
 }
 
+// Two heads of Lq = 40: head 0's blocks [0, 32) and [32, 40), then head
+// 1's. Head 0's row 33 (block 1, row 1) carries into head 1's row 1 (row
+// 41 of [B, Hq, Lq]), which runs next on the same thread, and not into
+// head 1's row 2.
+TEST(LlmDivergences, ALaterQueryBlockOfAnEarlierHeadCarriesItsOwnRows) {
+  Call x = make(1, 2, 40, 2);
+  x.c.mask = MaskSpec{};
+  x.t.mask = Tensor(DType::f32, {40, 2});
+  x.t.q.data[33] = NAN;  // head 0, row 33
+  EXPECT_EQ(explain(x, {41}, {false, true, 0, 1}), std::string(kCarriedRowSum));
+  EXPECT_EQ(explain(x, {42}, {false, true, 0, 1}), std::nullopt);
+}
+
 // A fully masked row is the fully-masked divergence; a mixed set of rows
 // names the first row's other reason, and one unexplained row explains none.
 TEST(LlmDivergences, EveryRowMustBeExplained) {
