@@ -78,11 +78,42 @@ int64_t last_dim(const KernelArgs& a, const Tensor& x) {
   return x.shape.back();
 }
 
-// A numel-1 second operand repeats over the first (the runtime's channel-broadcast loop).
-std::vector<int8_t> broadcast_to(const std::vector<int8_t>& b, size_t n) {
+// is_channel_broadcast of cortex_m_ops_common.h: both 4-D, equal size(1), and
+// one operand channels-only (its numel is its size(1)).
+bool is_channel_broadcast(const Tensor& a, const Tensor& b) {
+  if (a.dim() != 4 || b.dim() != 4 || a.shape[1] != b.shape[1]) return false;
+  return a.numel() == a.shape[1] || b.numel() == b.shape[1];
+}
+
+// op_quantized_mul's operands: equal sizes, or a channel broadcast, where the
+// smaller operand is swapped to second place (with its zero point) and reread
+// every size(1) elements of the larger one, the layout the quantizer demands
+// (channels-last); anything else fails validate_cmsis_nn_tensor_requirements.
+struct MulOperands {
+  const Tensor *first, *second;
+  bool swapped = false;
+  int64_t muls_per_loop = 0;
+};
+
+MulOperands mul_operands(const KernelArgs& a) {
+  const Tensor &x = a.tensor(0), &y = a.tensor(2);
+  if (!is_channel_broadcast(x, y)) {
+    if (x.shape != y.shape)
+      throw KernelError(KernelError::Kind::fatal, "ET_CHECK_MSG aborts: Input1 and Input2 must have the same sizes (" +
+                                                      shape_str(x.shape) + " and " + shape_str(y.shape) + ")");
+    return {&x, &y, false, x.numel()};
+  }
+  const bool swap = x.numel() < y.numel();
+  const Tensor& big = swap ? y : x;
+  return {&big, swap ? &x : &y, swap, big.shape[1]};
+}
+
+// The channels-only operand repeated with period muls_per_loop over n elements.
+std::vector<int8_t> repeated(const std::vector<int8_t>& b, int64_t period, size_t n) {
   if (b.size() == n) return b;
-  if (b.size() != 1) refuse("quantized_mul: operand sizes differ and the second is not a single element");
-  return std::vector<int8_t>(n, b[0]);
+  std::vector<int8_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = b[i % static_cast<size_t>(period)];
+  return out;
 }
 
 // ---- cmsis-nn: the int8 models ----
@@ -122,18 +153,20 @@ Kernel bmm_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
 
 Kernel mul_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
   return [rounding, overflow](const KernelArgs& a) {
-    const Tensor& x = a.tensor(0);
+    const MulOperands m = mul_operands(a);
     cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
     cmsis::ElementwiseMulParams p;
-    p.input_1_offset = -i32(a, 1);
-    p.input_2_offset = -i32(a, 3);
+    p.input_1_offset = -i32(a, m.swapped ? 3 : 1);
+    p.input_2_offset = -i32(a, m.swapped ? 1 : 3);
     p.output_offset = i32(a, 4);
     p.multiplier = i32(a, 5);
     p.shift = i32(a, 6);
     p.rounding = rounding;
     p.overflow = overflow;
-    const std::vector<int8_t> b = broadcast_to(codes(a.tensor(2), "input_2"), x.data.size());
-    return int8_result(a, x.shape, cmsis::arm_elementwise_mul_s8(codes(x, "input_1"), b, p));
+    const std::vector<int8_t> first = codes(*m.first, m.swapped ? "input_2" : "input_1");
+    const std::vector<int8_t> second =
+        repeated(codes(*m.second, m.swapped ? "input_1" : "input_2"), m.muls_per_loop, first.size());
+    return int8_result(a, m.first->shape, cmsis::arm_elementwise_mul_s8(first, second, p));
   };
 }
 

@@ -272,6 +272,22 @@ TEST(CortexMKnownFindings, HistogramObserverHasNoTieButTheTinyScaleStillAborts) 
   EXPECT_EQ(run_case(*t, *fixture().reference, tiny).verdict, Verdict::crash);
 }
 
+// Without MaterializeMulBroadcastPass the scale MUL's [1, 1, 1, 1] constant
+// reaches quantized_mul on multi-head (or non-4-D) scores: the runtime's
+// ET_CHECK_MSG aborts, a crash shrunk to a small case that passes with it.
+TEST(CortexMMutants, AnUnmaterializedScalarConstantAbortsTheRuntimeAndShrinks) {
+  TargetRun r = fixture().campaign({{"mutant", "unmaterialized-scalar"}}, 500, 2, {}, /*tiny=*/false);
+  const WrittenFinding* w = nullptr;
+  for (const auto& f : r.findings)
+    if (!w && f.verdict == "crash") w = &f;
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_NE(w->finding.detail.find("Input1 and Input2 must have the same sizes"), std::string::npos) << w->finding.detail;
+  EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
+  EXPECT_GT(w->shrink_steps, 0);
+  CaseResult ok = run_case(*fixture().registry.make("cortex-m", {}), *fixture().reference, w->shrunk);
+  EXPECT_EQ(ok.verdict, Verdict::pass) << verdict_name(ok.verdict);
+}
+
 struct Expectation {
   Options options;
   std::string verdict, name;

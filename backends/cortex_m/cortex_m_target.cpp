@@ -25,6 +25,9 @@ const std::map<std::string, std::string>& mutant_table() {
       {"non-proportional-qparams",
        "the scale MUL's output observer reads the MUL's input: out_scale == in_scale, not in_scale·scale"},
       {"single-rounding", "CMSIS-NN built with CMSIS_NN_USE_SINGLE_ROUNDING: requantize rounds once, half up"},
+      {"unmaterialized-scalar",
+       "MaterializeMulBroadcastPass left out: the scale MUL's [1, ..., 1] constant reaches quantized_mul on score "
+       "tensors it cannot broadcast over (more than one head, or not 4-D)"},
       {"linear-f16", "the portable fp32 linear (the mha form's projections) accumulates in f16"},
       {"shared-drop-mask", "shared-decomp's emitter leaves the attn_mask out"},
       {"shared-drop-causal", "shared-decomp's emitter leaves the causal mask out"},
@@ -111,6 +114,10 @@ KernelNumerics cmsis_numerics(const Case& c, const Graph& g) {
   return KernelNumerics::quantized(q);
 }
 
+MulCheck parse_mul_check(const std::string& name) {
+  return name == "upstream" ? MulCheck::upstream : name == "rank-matched" ? MulCheck::rank_matched : MulCheck::annotate;
+}
+
 LinearMeta parse_linear(const std::string& name) {
   return name == "int8" ? LinearMeta::int8_meta : name == "retraced-int32" ? LinearMeta::retraced_int32
                                                                           : LinearMeta::not_annotated;
@@ -127,8 +134,9 @@ class CortexMTarget : public Target {
         lower_(QuantizerConfig{policy_ == Policy::decompose_fold, options_.at("softmax-check") == "upstream",
                                options_.at("mutant") == "non-proportional-qparams",
                                options_.at("mul-qparams") == "derived", parse_linear(options_.at("linear")),
-                               options_.at("mul-check") == "upstream" ? MulCheck::upstream : MulCheck::annotate,
-                               options_.at("observer") == "histogram" ? Observer::histogram : Observer::minmax}),
+                               parse_mul_check(options_.at("mul-check")),
+                               options_.at("observer") == "histogram" ? Observer::histogram : Observer::minmax,
+                               options_.at("mutant") != "unmaterialized-scalar"}),
         kernels_(cmsis_nn_kernels(
             options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
                                                        : cmsis::Rounding::double_rounding,
@@ -276,10 +284,12 @@ class CortexMFactory : public TargetFactory {
              "the scale MUL's output qparams: observed (their own min/max observer, proportional to the input's "
              "by observation, as upstream's quantizer gives them) or derived (S_in * scale and Z_in for a positive "
              "scale, #22796's proposal)"},
-            {"mul-check", {"annotate", "upstream"}, "annotate",
-             "the scale MUL of decompose: annotate (quantized as cortex_m.quantized_mul, passes.md's design) or "
+            {"mul-check", {"annotate", "upstream", "rank-matched"}, "annotate",
+             "the scale MUL of decompose: annotate (quantized as cortex_m.quantized_mul, passes.md's design), "
              "upstream (CortexMAddMulCheck rejects the rank-1 full([1]) operand ReplaceScalarWithTensorArgPass "
-             "gives it: an fp32 MUL between dequantize and quantize)"},
+             "gives it: an fp32 MUL between dequantize and quantize) or rank-matched (upstream's DecomposeSDPAPass "
+             "multiplies by a Python scalar, which ScalarsToAttributePass makes a (1,)*R buffer: quantized on "
+             "one head's 4-D scores, an fp32 MUL otherwise)"},
             {"observer", {"minmax", "histogram"}, "minmax",
              "the activation observer: minmax (torch's MinMaxObserver, in double) or histogram (HistogramObserver, "
              "the CortexMQuantizer's: 2048 bins, L2 search, float32)"},

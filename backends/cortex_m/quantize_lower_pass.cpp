@@ -70,10 +70,21 @@ class Lowering {
   }
 
   // The scale MUL under the configured check: its scalar operand as the
-  // pre-annotation passes leave it, full((1,)) from ReplaceScalarWithTensorArgPass.
+  // pre-annotation passes leave it, full((1,)) from ReplaceScalarWithTensorArgPass
+  // or the rank-matched buffer of ScalarsToAttributePass.
   bool mul_annotated(const Node& n) const {
     if (cfg_.mul_check == MulCheck::annotate) return true;
-    return add_mul_check_accepts(g_.info(*tensor_arg(n, 0)).shape, SymShape{1});
+    const SymShape& x = g_.info(*tensor_arg(n, 0)).shape;
+    return add_mul_check_accepts(x, cfg_.mul_check == MulCheck::upstream ? SymShape{1} : SymShape(x.size(), SymExpr(1)));
+  }
+
+  // The scalar operand's shape: rank-matched ones, which quantized_mul takes
+  // only as a channel broadcast; elsewhere MaterializeMulBroadcastPass
+  // (@00c39938) materializes the scalar at the MUL's output shape.
+  SymShape scalar_shape(const SymShape& x) const {
+    const SymShape ones(x.size(), SymExpr(1));
+    if (!cfg_.materialize_mul_broadcast || add_mul_check_accepts(x, ones)) return ones;
+    return x;
   }
 
   // CortexMBmmCheck: both inputs rank 3, equal batch, matching inner dims.
@@ -238,13 +249,15 @@ class Lowering {
     // The scalar, materialized as a symmetric int8 constant: code ±127 with
     // scale |c| / 127 (a parameter, not an activation: no observer's eps
     // floor, which would round a tiny scale to 0).
-    const size_t rank = g_.info(x).shape.size();
-    Tensor ct(DType::i8, Shape(rank, 1));
+    const SymShape shape = scalar_shape(g_.info(x).shape);
+    Shape concrete;
+    for (const SymExpr& d : shape) concrete.push_back(d.constant());
+    Tensor ct(DType::i8, concrete);
     // A zero scalar is code 0 at any scale: S_out / S_in keeps the multiplier at 1.
     const QParams qc{c == 0.0 ? qo.scale / qi.scale : std::fabs(c) / 127, 0, -128, 127};
-    ct.data[0] = c > 0 ? 127 : c < 0 ? -127 : 0;
+    std::fill(ct.data.begin(), ct.data.end(), c > 0 ? 127 : c < 0 ? -127 : 0);
     ct.qparams = qc;
-    const ValueRef cv = out().constant(n.name + "_scalar_int8", ct, SymShape(rank, SymExpr(1)));
+    const ValueRef cv = out().constant(n.name + "_scalar_int8", ct, shape);
     const cmsis::ElementwiseMulParams p = cmsis::elementwise_mul_params(to_cmsis(qi), to_cmsis(qc), to_cmsis(qo));
     int8_[i] = out().call(kMulOp,
                           {x8, qi.zero_point, cv, qc.zero_point, qo.zero_point, int64_t{p.multiplier}, int64_t{p.shift}},

@@ -7,7 +7,8 @@
 ///   cortex_m.quantized_batch_matmul on a cortex_m.transpose of its rhs;
 /// - the scale MUL (aten.mul.Scalar on an int8 score tensor) becomes
 ///   cortex_m.quantized_mul with its scalar materialized as an int8 constant
-///   (MulCheck::annotate), or stays an fp32 MUL between dequantize and
+///   of ones' shape, or of the MUL's shape where quantized_mul cannot
+///   broadcast ones (MulCheck::annotate), or stays an fp32 MUL between dequantize and
 ///   quantize where CortexMAddMulCheck rejects its operands
 ///   (MulCheck::upstream); with `fold`, either is folded into the preceding
 ///   requantization (FoldScaleIntoQuantizePass, §1.4) when its qparams are
@@ -48,8 +49,12 @@ enum class LinearMeta { not_annotated, retraced_int32, int8_meta };
 ///  upstream  as CortexMQuantizer does (§1.5): ReplaceScalarWithTensorArgPass
 ///            turns aten.mul.Scalar(x, c) into mul.Tensor(x, full((1,), c)),
 ///            and CortexMAddMulCheck rejects the rank-1 operand on any score
-///            tensor (add_mul_check_accepts).
-enum class MulCheck { annotate, upstream };
+///            tensor (add_mul_check_accepts);
+///  rank_matched  as CortexMQuantizer does with upstream's own
+///            DecomposeSDPAPass (@6864d717), whose Python-scalar mul.Tensor
+///            ScalarsToAttributePass turns into a (1,)*R buffer: taken as a
+///            channel broadcast (one head, 4-D), rejected otherwise.
+enum class MulCheck { annotate, upstream, rank_matched };
 
 /// The activation observer: torch's MinMaxObserver in double (calibration.h),
 /// or HistogramObserver in float32 (histogram_observer.h), the CortexMQuantizer's.
@@ -73,6 +78,10 @@ struct QuantizerConfig {
   LinearMeta linear = LinearMeta::not_annotated;
   MulCheck mul_check = MulCheck::annotate;
   Observer observer = Observer::minmax;
+  /// MaterializeMulBroadcastPass: a scale constant quantized_mul cannot
+  /// broadcast is materialized at the MUL's shape (false: the mutant that
+  /// leaves the rank-matched [1, ..., 1] constant, which the runtime aborts on).
+  bool materialize_mul_broadcast = true;
 };
 
 /// The retrace's type errors in a lowered graph: each bmm (aten or

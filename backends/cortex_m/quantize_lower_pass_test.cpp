@@ -185,6 +185,24 @@ TEST(QuantizeLower, UpstreamMulCheckLeavesAnFp32MulBetweenDequantizeAndQuantize)
   EXPECT_EQ(f.graph.count(kMulOp) + f.graph.count("aten.mul.Scalar"), 0) << print_graph(f.graph);
 }
 
+// mul-check=rank-matched: upstream's DecomposeSDPAPass multiplies by a
+// Python scalar, a (1,)*R buffer after ScalarsToAttributePass, which
+// CortexMAddMulCheck takes as a channel broadcast on one head's 4-D scores
+// (an int8 MUL the runtime can run) and rejects on two heads (fp32).
+TEST(QuantizeLower, RankMatchedMulCheckQuantizesTheMulOnOneHeadOnly) {
+  QuantizerConfig rm;
+  rm.mul_check = MulCheck::rank_matched;
+  for (int64_t heads : {1, 2}) {
+    const Case c = eligible(heads);
+    const Lowered l = lower(c, Policy::decompose, rm);
+    const std::string text = print_graph(l.graph);
+    EXPECT_EQ(l.graph.count(kMulOp), heads == 1 ? 1 : 0) << text;
+    EXPECT_EQ(l.graph.count("aten.mul.Scalar"), heads == 1 ? 0 : 1) << text;
+    if (heads == 1) EXPECT_EQ(l.graph.info(std::get<ValueRef>(first(l.graph, kMulOp).args.at(2))).shape, SymShape(4, SymExpr(1)));
+    EXPECT_NO_THROW(interpret(l.graph, cmsis_nn_kernels(), inputs(c), {})) << text;
+  }
+}
+
 // shared-decomp under int8 (§1.3 derived): the two score bmm quantized; the
 // q·c and kᵀ·c MULs read float placeholders and _safe_softmax is not in
 // SOFTMAX_OP_PATTERNS, so both stay fp32; the softmax sits between a
@@ -308,6 +326,92 @@ TEST(QuantizeLower, CmsisRefusalsAreKernelErrorsNamingKernelAndOperand) {
     EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
     EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_softmax_s8: bits_over_unit"), std::string::npos)
         << e.what();
+  }
+}
+
+// op_quantized_mul (cortex_m_ops_common.h): equal sizes, or a channel
+// broadcast (both 4-D, equal size(1), one operand channels-only), where the
+// smaller operand and its zero point go second and repeat every size(1)
+// elements; any other pair fails ET_CHECK_MSG, a fatal error.
+Graph mul_graph(const Shape& a, const Shape& b, const Shape& out, int64_t za, int64_t zb) {
+  Graph g;
+  auto sym = [](const Shape& s) {
+    SymShape r;
+    for (int64_t d : s) r.push_back(SymExpr(d));
+    return r;
+  };
+  ValueRef x = g.placeholder("a", {DType::i8, sym(a), QParams{}});
+  ValueRef y = g.placeholder("b", {DType::i8, sym(b), QParams{}});
+  g.outputs = {g.call(kMulOp, {x, za, y, zb, int64_t{0}, int64_t{1 << 30}, int64_t{0}},
+                      {{"a_scale", 1.0}, {"b_scale", 1.0}, {"output_scale", 1.0}}, {{DType::i8, sym(out), QParams{}}})};
+  return g;
+}
+
+Tensor codes_of(const Shape& s, int first) {
+  Tensor t(DType::i8, s);
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = first + static_cast<int>(i);
+  t.qparams = QParams{};
+  return t;
+}
+
+TEST(QuantizeLower, QuantizedMulTakesEqualSizesOrAChannelBroadcastAndAbortsOtherwise) {
+  // Multiplier 2^30, shift 0: (a - za)(b - zb) / 2, a tie rounded up (the doubling high multiply).
+  auto product = [](double a, double za, double b, double zb) { return std::floor((a - za) * (b - zb) / 2 + 0.5); };
+  {  // A [1, 1, 1, 1] code on a single-head score tensor: every element times it.
+    const Graph g = mul_graph({2, 1, 2, 3}, {1, 1, 1, 1}, {2, 1, 2, 3}, 1, -2);
+    const Tensor a = codes_of({2, 1, 2, 3}, -6), b = codes_of({1, 1, 1, 1}, 5);
+    const Tensor r = interpret(g, cmsis_nn_kernels(), {{"a", a}, {"b", b}}, {}).outputs[0];
+    for (size_t i = 0; i < r.data.size(); ++i) EXPECT_EQ(r.data[i], product(a.data[i], 1, 5, -2)) << i;
+  }
+  {  // The smaller operand first: swapped with its zero point, reread every size(1) = 2 elements.
+    const Graph g = mul_graph({1, 2, 1, 1}, {1, 2, 2, 2}, {1, 2, 2, 2}, 3, -1);
+    const Tensor a = codes_of({1, 2, 1, 1}, 7), b = codes_of({1, 2, 2, 2}, -4);
+    const Tensor r = interpret(g, cmsis_nn_kernels(), {{"a", a}, {"b", b}}, {}).outputs[0];
+    for (size_t i = 0; i < r.data.size(); ++i) EXPECT_EQ(r.data[i], product(b.data[i], -1, a.data[i % 2], 3)) << i;
+  }
+  for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{
+           {{1, 2, 2, 3}, {1, 1, 1, 1}}, {{2, 2, 3}, {1, 1, 1}}, {{2, 3}, {1}}, {{1, 1, 1, 1, 2}, {1, 1, 1, 1, 1}}}) {
+    const Graph g = mul_graph(a, b, a, 0, 0);
+    try {
+      interpret(g, cmsis_nn_kernels(), {{"a", codes_of(a, 0)}, {"b", codes_of(b, 1)}}, {});
+      ADD_FAILURE() << shape_str(a) << " * " << shape_str(b) << " not refused";
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.kind, KernelError::Kind::fatal);
+      EXPECT_NE(std::string(e.what()).find("Input1 and Input2 must have the same sizes (" + shape_str(a)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// The scale MUL's int8 constant: [1, 1, 1, 1] where quantized_mul takes it
+// as a channel broadcast (one head), the MUL's own shape elsewhere
+// (MaterializeMulBroadcastPass); without that pass the runtime aborts.
+TEST(QuantizeLower, TheScaleConstantIsMaterializedWhereQuantizedMulCannotBroadcastIt) {
+  auto constant_shape = [](const Graph& g) {
+    const Node& mul = first(g, kMulOp);
+    return g.info(std::get<ValueRef>(mul.args.at(2))).shape;
+  };
+  for (int64_t heads : {1, 2}) {
+    const Case c = eligible(heads);
+    const Lowered l = lower(c, Policy::decompose);
+    const SymShape want = heads == 1 ? SymShape(4, SymExpr(1)) : SymShape{SymExpr(2), SymExpr(2), SymExpr(3), SymExpr(5)};
+    EXPECT_EQ(constant_shape(l.graph), want) << heads;
+    EXPECT_NO_THROW(interpret(l.graph, cmsis_nn_kernels(), inputs(c), {}));
+    QuantizerConfig unmaterialized;
+    unmaterialized.materialize_mul_broadcast = false;
+    const Lowered u = lower(c, Policy::decompose, unmaterialized);
+    EXPECT_EQ(constant_shape(u.graph), SymShape(4, SymExpr(1)));
+    if (heads == 1) continue;
+    try {
+      interpret(u.graph, cmsis_nn_kernels(), inputs(c), {});
+      ADD_FAILURE() << "not refused";
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.kind, KernelError::Kind::fatal);
+      EXPECT_NE(std::string(e.what()).find("Input1 and Input2 must have the same sizes ([2, 2, 3, 5] and [1, 1, 1, 1])"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
