@@ -137,13 +137,14 @@ Kernel bmm_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
   return [rounding, overflow](const KernelArgs& a) {
     const Tensor &l = a.tensor(0), &r = a.tensor(2);
     check_bmm_shapes(l, r);
-    cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
+    // op_quantized_batch_matmul validates no quant param: it casts them to
+    // int32, and a shift past [-31, 31] reaches arm_nn_requantize.
     cmsis::BatchMatmulParams p;
     p.input_offset = i32(a, 1);
     p.filter_offset = i32(a, 3);
     p.output_offset = i32(a, 4);
-    p.multiplier = i32(a, 5);
-    p.shift = i32(a, 6);
+    p.multiplier = static_cast<int32_t>(a.integer(5));
+    p.shift = static_cast<int32_t>(a.integer(6));
     p.rounding = rounding;
     p.overflow = overflow;
     const cmsis::BatchMatmulDims d{l.shape[0], l.shape[1], r.shape[1], l.shape[2]};
@@ -154,7 +155,8 @@ Kernel bmm_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
 Kernel mul_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
   return [rounding, overflow](const KernelArgs& a) {
     const MulOperands m = mul_operands(a);
-    cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
+    // validate_quantization_params: the inputs' identity (1, 0) always pass.
+    cmsis::validate_single_quant_params(a.integer(5), a.integer(6), "Single quant Output");
     cmsis::ElementwiseMulParams p;
     p.input_1_offset = -i32(a, m.swapped ? 3 : 1);
     p.input_2_offset = -i32(a, m.swapped ? 1 : 3);
@@ -173,9 +175,14 @@ Kernel mul_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
 Tensor softmax_int8(const KernelArgs& a) {
   const Tensor& x = a.tensor(0);
   const int64_t row = last_dim(a, x);
+  // op_softmax.cpp: the params cast to int32 and validated (an abort), then
+  // the output zero point checked (a recoverable failure).
+  const int32_t mult = static_cast<int32_t>(a.integer(4)), shift = static_cast<int32_t>(a.integer(5));
+  cmsis::validate_single_quant_params(mult, shift, "softmax input");
   if (a.integer(3) != kSoftmaxOutZeroPoint)
-    throw cmsis::CmsisCheckFailed({"cortex_m.softmax", "output_zero_point", std::to_string(a.integer(3)) + " is not -128"});
-  const cmsis::SoftmaxParams p{i32(a, 4), i32(a, 5), a.integer(6)};
+    refuse("softmax_out: expected output zero_point=-128 (got zero_point=" +
+           std::to_string(static_cast<int32_t>(a.integer(3))) + ")");
+  const cmsis::SoftmaxParams p{mult, shift, a.integer(6)};
   return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), x.numel() / std::max<int64_t>(row, 1), row, p));
 }
 
@@ -209,7 +216,7 @@ Kernel linear_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
     const Tensor &x = a.tensor(0), &w = a.tensor(1);
     const Tensor* b = a.optional_tensor(2);
     check_linear_shapes(x, w, b);
-    cmsis::validate_single_quant_params(a.integer(5), a.integer(6));
+    cmsis::validate_single_quant_params(a.integer(5), a.integer(6), "quantized_linear output");
     cmsis::FullyConnectedParams p;
     p.input_offset = i32(a, 3);
     p.output_offset = i32(a, 4);

@@ -306,13 +306,41 @@ TEST(QuantizeLower, CmsisRefusalsAreKernelErrorsNamingKernelAndOperand) {
                       {{"lhs_scale", 1.0}, {"rhs_scale", 1.0}, {"output_scale", 1.0}}, {{DType::i8, {1, 1, 1}, QParams{}}})};
   Tensor x(DType::i8, {1, 1, 2});
   x.qparams = QParams{};
+  // op_quantized_batch_matmul validates no quant param: shift 40 reaches the
+  // requantization, a C shift by 32 or more.
   try {
     interpret(g, cmsis_nn_kernels(), {{"a", x}, {"b", x}}, {});
     ADD_FAILURE() << "not refused";
   } catch (const KernelError& e) {
-    EXPECT_EQ(e.kind, KernelError::Kind::fatal);
-    EXPECT_NE(std::string(e.what()).find("validate_single_quant_params: shift"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
+    EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_batch_matmul_s8: shift: 40 is outside [-31, 31]"),
+              std::string::npos)
+        << e.what();
   }
+  // op_softmax.cpp validates its shift (an abort), then the output zero point
+  // (a recoverable failure).
+  auto softmax = [](int64_t out_zp, int64_t shift) {
+    Graph s;
+    ValueRef r = s.placeholder("x", {DType::i8, {1, 3}, QParams{}});
+    s.outputs = {s.call(kSoftmaxOp, {r, int64_t{-1}, int64_t{0}, out_zp, int64_t{1 << 30}, shift, int64_t{-248}},
+                        {{"input_scale", 0.1}}, {{DType::i8, {1, 3}, QParams{1.0 / 256, -128}}})};
+    Tensor row(DType::i8, {1, 3}, 3.0);
+    try {
+      interpret(s, cmsis_nn_kernels(), {{"x", row}}, {});
+    } catch (const KernelError& e) {
+      return std::make_pair(e.kind, std::string(e.what()));
+    }
+    return std::make_pair(KernelError::Kind::recoverable, std::string("ran"));
+  };
+  EXPECT_EQ(softmax(-128, 5).second, "ran");
+  const auto [zp_kind, zp_text] = softmax(-127, 5);
+  EXPECT_EQ(zp_kind, KernelError::Kind::recoverable);
+  EXPECT_NE(zp_text.find("softmax_out: expected output zero_point=-128 (got zero_point=-127)"), std::string::npos) << zp_text;
+  const auto [shift_kind, shift_text] = softmax(-127, 40);
+  EXPECT_EQ(shift_kind, KernelError::Kind::fatal);
+  EXPECT_NE(shift_text.find("validate_single_quant_params: softmax input shift: must be in range [-31, 31] [Value: 40]"),
+            std::string::npos)
+      << shift_text;
   Graph s;
   ValueRef r = s.placeholder("x", {DType::i8, {1, 512}, QParams{}});
   const cmsis::SoftmaxParams p = cmsis::softmax_params(0.1);

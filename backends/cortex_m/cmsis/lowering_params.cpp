@@ -29,12 +29,13 @@ QuantMultiplier quantize_multiplier_aot(double x) {
   return {static_cast<int32_t>(q), static_cast<int32_t>(e)};
 }
 
-void validate_single_quant_params(int64_t multiplier, int64_t shift) {
+void validate_single_quant_params(int64_t multiplier, int64_t shift, const std::string& param_name) {
   if (multiplier < std::numeric_limits<int32_t>::min() || multiplier > std::numeric_limits<int32_t>::max())
-    throw CmsisCheckFailed(
-        {"validate_single_quant_params", "multiplier", std::to_string(multiplier) + " is outside int32"});
+    throw CmsisCheckFailed({"validate_single_quant_params", param_name + " multiplier",
+                            "must be in int32 range [Value: " + std::to_string(multiplier) + "]"});
   if (shift < -31 || shift > 31)
-    throw CmsisCheckFailed({"validate_single_quant_params", "shift", std::to_string(shift) + " is outside [-31, 31]"});
+    throw CmsisCheckFailed({"validate_single_quant_params", param_name + " shift",
+                            "must be in range [-31, 31] [Value: " + std::to_string(shift) + "]"});
 }
 
 SoftmaxParams softmax_params(double input_scale) {

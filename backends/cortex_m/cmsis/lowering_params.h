@@ -3,6 +3,7 @@
 /// (backends/cortex_m/passes/aten_to_cortex_m_pass.py and passes_utils.py),
 /// and the runtime's check of them, semantics/cortex-m-and-xnnpack.md §1.7.
 #include <cstdint>
+#include <string>
 
 #include "backends/cortex_m/cmsis/batch_matmul_s8.h"
 #include "backends/cortex_m/cmsis/elementwise_mul_s8.h"
@@ -31,9 +32,12 @@ struct QuantMultiplier {
 QuantMultiplier quantize_multiplier_aot(double x);
 
 /// validate_single_quant_params (ops/cortex_m_ops_common.h): ET_CHECK_MSG that
-/// the shift is in [-31, 31] and the multiplier in int32; CmsisCheckFailed
-/// (kernel "validate_single_quant_params", operand "shift" or "multiplier").
-void validate_single_quant_params(int64_t multiplier, int64_t shift);
+/// the multiplier is in int32 and the shift in [-31, 31]; CmsisCheckFailed
+/// (kernel "validate_single_quant_params", operand "<param_name> multiplier"
+/// or "<param_name> shift", upstream's message: "must be in range [-31, 31]
+/// [Value: -33]"). The callers' names: quantized_mul's output "Single quant
+/// Output", softmax "softmax input"; quantized_batch_matmul calls none.
+void validate_single_quant_params(int64_t multiplier, int64_t shift, const std::string& param_name);
 
 /// _compute_softmax_params(S_in) with 5 input integer bits: (mult, shift) =
 /// quantize_multiplier_aot(min(S_in·2^26, 2^31 - 1)) and diff_min =
