@@ -216,6 +216,7 @@ Kernel linear_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
     const Tensor &x = a.tensor(0), &w = a.tensor(1);
     const Tensor* b = a.optional_tensor(2);
     check_linear_shapes(x, w, b);
+    // This op's per-tensor form is the model's own; the name is not upstream's text.
     cmsis::validate_single_quant_params(a.integer(5), a.integer(6), "quantized_linear output");
     cmsis::FullyConnectedParams p;
     p.input_offset = i32(a, 3);
