@@ -137,12 +137,12 @@ Kernel bmm_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
   return [rounding, overflow](const KernelArgs& a) {
     const Tensor &l = a.tensor(0), &r = a.tensor(2);
     check_bmm_shapes(l, r);
-    // op_quantized_batch_matmul validates no quant param: it casts them to
-    // int32, and a shift past [-31, 31] reaches arm_nn_requantize.
+    // op_quantized_batch_matmul validates no quant param: it casts its
+    // integers to int32, and a shift past [-31, 31] reaches arm_nn_requantize.
     cmsis::BatchMatmulParams p;
-    p.input_offset = i32(a, 1);
-    p.filter_offset = i32(a, 3);
-    p.output_offset = i32(a, 4);
+    p.input_offset = static_cast<int32_t>(a.integer(1));
+    p.filter_offset = static_cast<int32_t>(a.integer(3));
+    p.output_offset = static_cast<int32_t>(a.integer(4));
     p.multiplier = static_cast<int32_t>(a.integer(5));
     p.shift = static_cast<int32_t>(a.integer(6));
     p.rounding = rounding;

@@ -122,7 +122,7 @@ TEST(CortexMKnownFindings, TinyScaleAborts) {
   CaseResult r = run_case(*t, *fixture().reference, c);
   ASSERT_EQ(r.verdict, Verdict::crash) << verdict_name(r.verdict);
   EXPECT_NE(r.primary()->detail.find(
-                "validate_single_quant_params: Single quant Output shift: must be in range [-31, 31] [Value: -33]"),
+                "validate_single_quant_params: shift: Single quant Output shift must be in range [-31, 31] [Value: -33]"),
             std::string::npos)
       << r.primary()->detail;
 }

@@ -26,8 +26,8 @@ const std::map<std::string, std::string>& mutant_table() {
        "the scale MUL's output observer reads the MUL's input: out_scale == in_scale, not in_scale·scale"},
       {"single-rounding", "CMSIS-NN built with CMSIS_NN_USE_SINGLE_ROUNDING: requantize rounds once, half up"},
       {"unmaterialized-scalar",
-       "MaterializeMulBroadcastPass left out: the scale MUL's [1, ..., 1] constant reaches quantized_mul on score "
-       "tensors it cannot broadcast over (more than one head, or not 4-D)"},
+       "the lowering hands quantized_mul the scale as a rank-matched [1, ..., 1] constant on every score tensor, "
+       "which the runtime cannot broadcast over more than one head or a rank other than 4"},
       {"linear-f16", "the portable fp32 linear (the mha form's projections) accumulates in f16"},
       {"shared-drop-mask", "shared-decomp's emitter leaves the attn_mask out"},
       {"shared-drop-causal", "shared-decomp's emitter leaves the causal mask out"},

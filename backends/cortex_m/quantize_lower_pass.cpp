@@ -78,12 +78,15 @@ class Lowering {
     return add_mul_check_accepts(x, cfg_.mul_check == MulCheck::upstream ? SymShape{1} : SymShape(x.size(), SymExpr(1)));
   }
 
-  // The scalar operand's shape: rank-matched ones, which quantized_mul takes
-  // only as a channel broadcast; elsewhere MaterializeMulBroadcastPass
-  // (@00c39938) materializes the scalar at the MUL's output shape.
+  // The scalar operand's shape: under annotate, ReplaceScalarWithTensorArgPass's
+  // full((1,)), which no check takes as a channel broadcast, so
+  // MaterializeMulBroadcastPass (#22796's head, @00c39938) materializes it
+  // at the MUL's shape; under rank_matched, ScalarsToAttributePass's (1,)*R
+  // buffer, which that pass leaves (it is no aten.full) and which the check
+  // accepts only where quantized_mul takes it as a channel broadcast.
   SymShape scalar_shape(const SymShape& x) const {
-    const SymShape ones(x.size(), SymExpr(1));
-    if (!cfg_.materialize_mul_broadcast || add_mul_check_accepts(x, ones)) return ones;
+    if (cfg_.mul_check == MulCheck::rank_matched || !cfg_.materialize_mul_broadcast)
+      return SymShape(x.size(), SymExpr(1));
     return x;
   }
 

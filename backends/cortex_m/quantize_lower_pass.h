@@ -7,8 +7,7 @@
 ///   cortex_m.quantized_batch_matmul on a cortex_m.transpose of its rhs;
 /// - the scale MUL (aten.mul.Scalar on an int8 score tensor) becomes
 ///   cortex_m.quantized_mul with its scalar materialized as an int8 constant
-///   of ones' shape, or of the MUL's shape where quantized_mul cannot
-///   broadcast ones (MulCheck::annotate), or stays an fp32 MUL between dequantize and
+///   of the MUL's shape (MulCheck::annotate; [1, ..., 1] under rank_matched), or stays an fp32 MUL between dequantize and
 ///   quantize where CortexMAddMulCheck rejects its operands
 ///   (MulCheck::upstream); with `fold`, either is folded into the preceding
 ///   requantization (FoldScaleIntoQuantizePass, §1.4) when its qparams are
@@ -78,9 +77,10 @@ struct QuantizerConfig {
   LinearMeta linear = LinearMeta::not_annotated;
   MulCheck mul_check = MulCheck::annotate;
   Observer observer = Observer::minmax;
-  /// MaterializeMulBroadcastPass: a scale constant quantized_mul cannot
-  /// broadcast is materialized at the MUL's shape (false: the mutant that
-  /// leaves the rank-matched [1, ..., 1] constant, which the runtime aborts on).
+  /// MaterializeMulBroadcastPass: the annotated scale MUL's constant is
+  /// materialized at the MUL's shape (false: the mutant whose lowering hands
+  /// quantized_mul a rank-matched [1, ..., 1] constant on every score tensor,
+  /// which the runtime aborts on unless it is a channel broadcast).
   bool materialize_mul_broadcast = true;
 };
 

@@ -31,11 +31,11 @@ QuantMultiplier quantize_multiplier_aot(double x) {
 
 void validate_single_quant_params(int64_t multiplier, int64_t shift, const std::string& param_name) {
   if (multiplier < std::numeric_limits<int32_t>::min() || multiplier > std::numeric_limits<int32_t>::max())
-    throw CmsisCheckFailed({"validate_single_quant_params", param_name + " multiplier",
-                            "must be in int32 range [Value: " + std::to_string(multiplier) + "]"});
+    throw CmsisCheckFailed({"validate_single_quant_params", "multiplier",
+                            param_name + " multiplier must be in int32 range [Value: " + std::to_string(multiplier) + "]"});
   if (shift < -31 || shift > 31)
-    throw CmsisCheckFailed({"validate_single_quant_params", param_name + " shift",
-                            "must be in range [-31, 31] [Value: " + std::to_string(shift) + "]"});
+    throw CmsisCheckFailed({"validate_single_quant_params", "shift",
+                            param_name + " shift must be in range [-31, 31] [Value: " + std::to_string(shift) + "]"});
 }
 
 SoftmaxParams softmax_params(double input_scale) {

@@ -33,8 +33,8 @@ QuantMultiplier quantize_multiplier_aot(double x);
 
 /// validate_single_quant_params (ops/cortex_m_ops_common.h): ET_CHECK_MSG that
 /// the multiplier is in int32 and the shift in [-31, 31]; CmsisCheckFailed
-/// (kernel "validate_single_quant_params", operand "<param_name> multiplier"
-/// or "<param_name> shift", upstream's message: "must be in range [-31, 31]
+/// (kernel "validate_single_quant_params", operand "multiplier" or "shift",
+/// upstream's message: "<param_name> shift must be in range [-31, 31]
 /// [Value: -33]"). The callers' names: quantized_mul's output "Single quant
 /// Output", softmax "softmax input"; quantized_batch_matmul calls none.
 void validate_single_quant_params(int64_t multiplier, int64_t shift, const std::string& param_name);

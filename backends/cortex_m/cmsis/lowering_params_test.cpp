@@ -43,17 +43,17 @@ TEST(CmsisLoweringParams, RuntimeShiftLimitsArePlusMinus31) {
   for (int64_t s : {32, -32, 100}) {
     const CmsisFault f = refusal<CmsisCheckFailed>([s] { validate_single_quant_params(1 << 30, s, "Single quant Output"); });
     EXPECT_EQ(f.kernel, "validate_single_quant_params");
-    EXPECT_EQ(f.operand, "Single quant Output shift");
-    EXPECT_EQ(f.what, "must be in range [-31, 31] [Value: " + std::to_string(s) + "]");
+    EXPECT_EQ(f.operand, "shift");
+    EXPECT_EQ(f.what, "Single quant Output shift must be in range [-31, 31] [Value: " + std::to_string(s) + "]");
   }
   const CmsisFault m = refusal<CmsisCheckFailed>([] { validate_single_quant_params(int64_t{1} << 31, 0, "softmax input"); });
-  EXPECT_EQ(m.operand, "softmax input multiplier");
-  EXPECT_EQ(m.what, "must be in int32 range [Value: 2147483648]");
+  EXPECT_EQ(m.operand, "multiplier");
+  EXPECT_EQ(m.what, "softmax input multiplier must be in int32 range [Value: 2147483648]");
   // A tiny scale: the AOT pass computes shift -40 without complaint; the runtime aborts.
   const QuantMultiplier tiny = quantize_multiplier_aot(std::ldexp(0.75, -40));
   EXPECT_EQ(tiny.shift, -40);
   EXPECT_EQ(refusal<CmsisCheckFailed>([&] { validate_single_quant_params(tiny.multiplier, tiny.shift, "x"); }).operand,
-            "x shift");
+            "shift");
 }
 
 void expect_softmax_params(double s_in, int32_t mult, int32_t shift, int64_t diff_min) {
