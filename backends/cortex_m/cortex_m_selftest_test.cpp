@@ -275,9 +275,9 @@ TEST(CortexMKnownFindings, HistogramObserverHasNoTieButTheTinyScaleStillAborts) 
   EXPECT_EQ(run_case(*t, *fixture().reference, tiny).verdict, Verdict::crash);
 }
 
-// Without MaterializeMulBroadcastPass the scale MUL's [1, 1, 1, 1] constant
-// reaches quantized_mul on multi-head (or non-4-D) scores: the runtime's
-// ET_CHECK_MSG aborts, a crash shrunk to a small case that passes with it.
+// A lowering that hands quantized_mul the scale as a [1, 1, 1, 1] constant
+// on multi-head (or non-4-D) scores: the runtime's ET_CHECK_MSG aborts, a
+// crash shrunk to a small case that passes with the materialized constant.
 TEST(CortexMMutants, AnUnmaterializedScalarConstantAbortsTheRuntimeAndShrinks) {
   TargetRun r = fixture().campaign({{"mutant", "unmaterialized-scalar"}}, 500, 2, {}, /*tiny=*/false);
   const WrittenFinding* w = nullptr;
