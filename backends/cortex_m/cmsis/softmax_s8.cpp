@@ -57,11 +57,14 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
         throw CmsisUndefined(
             {kKernel, "sum" + row(), "the Q12.19 row sum overflows int32 at column " + std::to_string(c)});
     }
-    if (sum == 0)
-      throw CmsisUndefined(
-          {kKernel, "sum" + row(),
-           "0 (no element within diff_min of the max): CLZ(0) = 32 and sum << 32 is undefined"});
-
+    // A sum of 0 (diff_min > 0 drops the max too) keeps no element: upstream
+    // guards the shift (sum > 0 ? sum << headroom : 0) and CMSIS's __CLZ(0)
+    // is 32, so the row is all -128.
+    int8_t* y = out.data() + r * row_size;
+    if (sum == 0) {
+      std::fill(y, y + row_size, static_cast<int8_t>(-128));
+      continue;
+    }
     const int32_t headroom = count_leading_zeros(static_cast<uint32_t>(sum));
     const int32_t bits_over_unit = kSoftmaxAccumBits - headroom + 23;
     if (bits_over_unit > 31)
@@ -72,7 +75,6 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
     const int32_t shifted_scale =
         one_over_one_plus_x_for_x_in_0_1(static_cast<int32_t>((sum << headroom) - (int64_t{1} << 31)));
 
-    int8_t* y = out.data() + r * row_size;
     for (int64_t c = 0; c < row_size; ++c) {
       if (!kept[c]) {
         y[c] = -128;

@@ -29,10 +29,10 @@ inline constexpr int32_t kSoftmaxAccumBits = 12;
 /// int32 ("diff_min"), row_size < 1 ("row_size": the max reads past the row),
 /// a kept difference whose d·2^shift overflows int32 ("input (row r, column
 /// c)"), a row sum that overflows int32 ("sum (row r)": uniform rows from
-/// 4096), a row sum of 0 ("sum (row r)": CLZ(0) then a shift by 32), and a
-/// final DIV_POW2 exponent bits_over_unit >= 32 ("bits_over_unit (row r)":
-/// uniform rows from 512). std::invalid_argument if input.size() is not
-/// num_rows·row_size.
+/// 4096), and a final DIV_POW2 exponent bits_over_unit >= 32 ("bits_over_unit (row r)":
+/// uniform rows from 512). A row whose sum is 0 (diff_min > 0 keeps no
+/// element) is all -128, as upstream's guard makes it. std::invalid_argument
+/// if input.size() is not num_rows·row_size.
 std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
                                    const SoftmaxParams& params);
 
