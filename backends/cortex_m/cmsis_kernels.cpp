@@ -118,11 +118,12 @@ std::vector<int8_t> repeated(const std::vector<int8_t>& b, int64_t period, size_
 
 // ---- cmsis-nn: the int8 models ----
 
-Tensor quantize_int8(const KernelArgs& a) {
-  const Tensor& x = a.tensor(0);
-  std::vector<float> xs(x.data.begin(), x.data.end());
-  return int8_result(a, x.shape,
-                     cmsis::quantize_per_tensor(xs, a.real(1), i32(a, 2), i32(a, 3), i32(a, 4)));
+Kernel quantize_int8(cmsis::Isa isa) {
+  return [isa](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    std::vector<float> xs(x.data.begin(), x.data.end());
+    return int8_result(a, x.shape, cmsis::quantize_per_tensor(xs, a.real(1), i32(a, 2), i32(a, 3), i32(a, 4), isa));
+  };
 }
 
 Tensor dequantize_int8(const KernelArgs& a) {
@@ -172,7 +173,7 @@ Kernel mul_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
   };
 }
 
-Tensor softmax_int8(const KernelArgs& a) {
+Tensor softmax_int8_on(const KernelArgs& a, cmsis::Isa isa) {
   const Tensor& x = a.tensor(0);
   const int64_t row = last_dim(a, x);
   // op_softmax.cpp: the params cast to int32 and validated (an abort), then
@@ -183,7 +184,11 @@ Tensor softmax_int8(const KernelArgs& a) {
     refuse("softmax_out: expected output zero_point=-128 (got zero_point=" +
            std::to_string(static_cast<int32_t>(a.integer(3))) + ")");
   const cmsis::SoftmaxParams p{mult, shift, a.integer(6)};
-  return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), x.numel() / std::max<int64_t>(row, 1), row, p));
+  return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), x.numel() / std::max<int64_t>(row, 1), row, p, isa));
+}
+
+Kernel softmax_int8(cmsis::Isa isa) {
+  return [isa](const KernelArgs& a) { return softmax_int8_on(a, isa); };
 }
 
 // x [..., K] int8, weight [N, K] int8, bias [N] int32 or none.
@@ -334,14 +339,15 @@ void add_transpose(KernelSet& k) {
 
 }  // namespace
 
-KernelSet cmsis_nn_kernels(cmsis::Rounding rounding, DType linear_accumulation, cmsis::Overflow overflow) {
+KernelSet cmsis_nn_kernels(cmsis::Rounding rounding, DType linear_accumulation, cmsis::Overflow overflow,
+                           cmsis::Isa isa) {
   KernelSet k = make_reference_kernels("cmsis-nn", Numerics::emulated);
   add_transpose(k);
-  k.add(kQuantizeOp, guarded(quantize_int8));
+  k.add(kQuantizeOp, guarded(quantize_int8(isa)));
   k.add(kDequantizeOp, guarded(dequantize_int8));
   k.add(kBmmOp, guarded(bmm_int8(rounding, overflow)));
   k.add(kMulOp, guarded(mul_int8(rounding, overflow)));
-  k.add(kSoftmaxOp, guarded(softmax_int8));
+  k.add(kSoftmaxOp, guarded(softmax_int8(isa)));
   k.add(kQuantizedLinearOp, guarded(linear_int8(rounding, overflow)));
   add_linear_kernel(k, /*exact=*/false, linear_accumulation);
   return k;

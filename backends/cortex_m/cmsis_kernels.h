@@ -9,16 +9,20 @@
 /// A CMSIS model's refusal becomes a KernelError naming kernel and operand:
 /// CmsisUndefined (undefined behaviour in the C code) recoverable,
 /// CmsisCheckFailed (ET_CHECK_MSG aborts the runtime) fatal.
+#include "backends/cortex_m/cmsis/isa.h"
 #include "backends/cortex_m/cmsis/requantize.h"
 #include "harness/ir/kernel_set.h"
 
 namespace sdpa::cortex_m {
 
 /// `linear_accumulation`: what the portable fp32 linear accumulates in (f16:
-/// a self-test mutant); `overflow`: arm_nn_requantize's left shift past int32.
+/// a self-test mutant); `overflow`: arm_nn_requantize's left shift past int32;
+/// `isa`: the scalar or the Helium code paths (quantize_per_tensor's blocks
+/// of 16, arm_softmax_s8's vector lanes; the requantize of the batch matmul
+/// and the elementwise multiply is the same on both in the default build).
 KernelSet cmsis_nn_kernels(cmsis::Rounding rounding = cmsis::Rounding::double_rounding,
                            DType linear_accumulation = DType::f32,
-                           cmsis::Overflow overflow = cmsis::Overflow::undefined);
+                           cmsis::Overflow overflow = cmsis::Overflow::undefined, cmsis::Isa isa = cmsis::Isa::scalar);
 KernelSet exact_cortex_m_kernels();
 
 }  // namespace sdpa::cortex_m

@@ -291,6 +291,27 @@ TEST(CortexMMutants, AnUnmaterializedScalarConstantAbortsTheRuntimeAndShrinks) {
   EXPECT_EQ(ok.verdict, Verdict::pass) << verdict_name(ok.verdict);
 }
 
+// cpu=m55 reaches the Helium models: a scale of 0 makes every score code
+// equal, so a row of 512 keys sums to 2^28 and the softmax's final shift is
+// 32; the scalar build shifts a C int by it (undefined behaviour: the
+// lowered graph cannot run, an invalid-rewrite), Helium's vector lanes give
+// -128 (P = 0, 0.5 LSB below 1/512) and the case passes.
+TEST(CortexMHelium, ARowOf512EqualScoresIsDefinedOnM55Only) {
+  Case c;
+  c.q_len = 1;
+  c.kv_len = 512;
+  c.head_dim = c.value_dim = 2;
+  c.scale = 0.0;
+  c.data.seed = 3;
+  const CaseResult scalar = run_case(*fixture().registry.make("cortex-m", {}), *fixture().reference, c);
+  ASSERT_EQ(scalar.verdict, Verdict::invalid_rewrite) << verdict_name(scalar.verdict);
+  EXPECT_NE(scalar.primary()->detail.find("undefined behaviour in arm_softmax_s8: bits_over_unit (row 0)"),
+            std::string::npos)
+      << scalar.primary()->detail;
+  const CaseResult m55 = run_case(*fixture().registry.make("cortex-m", {{"cpu", "m55"}}), *fixture().reference, c);
+  EXPECT_EQ(m55.verdict, Verdict::pass) << verdict_name(m55.verdict) << ": " << (m55.primary() ? m55.primary()->detail : "");
+}
+
 struct Expectation {
   Options options;
   std::string verdict, name;

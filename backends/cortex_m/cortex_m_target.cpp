@@ -141,7 +141,8 @@ class CortexMTarget : public Target {
             options_.at("mutant") == "single-rounding" ? cmsis::Rounding::single_rounding
                                                        : cmsis::Rounding::double_rounding,
             options_.at("mutant") == "linear-f16" ? DType::f16 : DType::f32,
-            options_.at("overflow") == "wrap" ? cmsis::Overflow::wrap : cmsis::Overflow::undefined)),
+            options_.at("overflow") == "wrap" ? cmsis::Overflow::wrap : cmsis::Overflow::undefined,
+            options_.at("cpu") == "m55" ? cmsis::Isa::helium : cmsis::Isa::scalar)),
         exact_(exact_cortex_m_kernels()),
         baseline_(naive_kernels()) {
     add_linear_kernel(baseline_, /*exact=*/false);  // the mha form's projections, naive fp32
@@ -297,6 +298,10 @@ class CortexMFactory : public TargetFactory {
              "arm_nn_requantize's left shift v * (1 << s) past int32: undefined (signed overflow is undefined "
              "behaviour in C: a finding naming the operand) or wrap (two's complement, as the compiled Arm code "
              "computes it)"},
+            {"cpu", {"scalar", "m55"}, "scalar",
+             "the code paths of the ops and CMSIS-NN: scalar (cores without MVE: Cortex-M4, M7, M33) or m55 "
+             "(Helium, upstream's default target: quantize_per_tensor's blocks of 16 rounded once, "
+             "arm_softmax_s8's vector lanes defined past a row sum of 2^28)"},
             {"weaken", weaken, "none", "switch off one rule of the decomposition's guard (self-tests)"},
             {"quantize", {"int8", "off"}, "int8",
              "int8: the quantizer and AtenToCortexMPass run; off: the float graph after MatmulToBmmPass"},

@@ -1,10 +1,13 @@
-// Models cortex_m.quantize_per_tensor / dequantize_per_tensor (int8, scalar
-// path), semantics/cortex-m-and-xnnpack.md §1.7: float32 arithmetic with the
-// fp32 reciprocal of the scale, std::nearbyint (round half to even), clamp.
+// Models cortex_m.quantize_per_tensor / dequantize_per_tensor (int8),
+// semantics/cortex-m-and-xnnpack.md §1.7: float32 arithmetic with the fp32
+// reciprocal of the scale, std::nearbyint (round half to even), clamp; and
+// quantize's Helium blocks (op_quantize_per_tensor.cpp @5e547f52). The
+// Helium dequantize computes the scalar result bit for bit.
 #include "backends/cortex_m/cmsis/quantize.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -12,8 +15,28 @@
 
 namespace sdpa::cortex_m::cmsis {
 
+namespace {
+
+// One Helium lane: the "magic number" conversion. The float's bits less
+// 0x4B400000 are round(x·inv_scale) while |x·inv_scale| < 2^22; the int32
+// and int16 steps wrap as vsubq_s32 and vmovnbq_s32 do.
+int8_t helium_lane(float x, float inv_scale, int32_t zero_point, int32_t quant_min, int32_t quant_max) {
+  constexpr float kMagic = 12582912.0f;  // 1.5·2^23
+  float f = std::fma(x, inv_scale, kMagic);
+  if (std::isnan(f)) f = std::numeric_limits<float>::quiet_NaN();  // the default NaN, 0x7FC00000
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint32_t q32 = bits - (0x4B400000u - static_cast<uint32_t>(zero_point));
+  const int16_t q16 = static_cast<int16_t>(static_cast<uint16_t>(q32 & 0xFFFFu));
+  const int32_t clamped = std::min<int32_t>(std::max<int32_t>(q16, static_cast<int16_t>(quant_min)),
+                                            static_cast<int16_t>(quant_max));
+  return static_cast<int8_t>(clamped);
+}
+
+}  // namespace
+
 std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scale, int32_t zero_point,
-                                        int32_t quant_min, int32_t quant_max) {
+                                        int32_t quant_min, int32_t quant_max, Isa isa) {
   const char* kernel = "quantize_per_tensor";
   if (quant_min < -128)
     throw CmsisCheckFailed({kernel, "quant_min", std::to_string(quant_min) + " is below int8's -128"});
@@ -24,7 +47,9 @@ std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scal
         {kernel, "quant_max", std::to_string(quant_max) + " is below -128: the int8 store would wrap"});
   const float inv_scale = 1.0f / static_cast<float>(scale);
   std::vector<int8_t> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
+  const size_t vector_end = isa == Isa::helium ? x.size() / 16 * 16 : 0;
+  for (size_t i = 0; i < vector_end; ++i) out[i] = helium_lane(x[i], inv_scale, zero_point, quant_min, quant_max);
+  for (size_t i = vector_end; i < x.size(); ++i) {
     const float r = std::nearbyint(inv_scale * x[i]);
     // static_cast<int32_t> of a float is defined only for values in [-2^31, 2^31).
     if (!(r >= -2147483648.0f && r < 2147483648.0f))

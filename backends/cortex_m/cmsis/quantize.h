@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cortex_m/cmsis/isa.h"
+
 namespace sdpa::cortex_m::cmsis {
 
 /// q = clamp(zp + (int32) nearbyint(inv_scale·x)) with inv_scale = 1.0f /
@@ -16,8 +18,15 @@ namespace sdpa::cortex_m::cmsis {
 /// nearbyint(inv_scale·x) is NaN or outside int32 (operand "input[i]": the
 /// float-to-int conversion is undefined) or zp + it overflows ("zero_point"),
 /// and for quant_max < -128 (the int8 store would wrap).
+/// Helium (op_quantize_per_tensor.cpp @5e547f52): each whole block of 16
+/// elements goes through one fused multiply-add x·inv_scale + 1.5·2^23
+/// (rounded once, half to even), the zero point added in int32 to the
+/// float's bits less 0x4B400000, the low 16 bits kept (no saturation), then
+/// clamped in int16; the last numel % 16 elements take the scalar path. A
+/// non-finite x gives the zero point; past |x·inv_scale| = 2^22 the result is
+/// what those bits make, as on the device.
 std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scale, int32_t zero_point,
-                                        int32_t quant_min = -128, int32_t quant_max = 127);
+                                        int32_t quant_min = -128, int32_t quant_max = 127, Isa isa = Isa::scalar);
 
 /// x = float(q - zp)·float(scale) in float32. CmsisUndefined (kernel
 /// "dequantize_per_tensor", operand "zero_point") when q - zp overflows int32.

@@ -4,6 +4,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -25,6 +26,42 @@ TEST(CmsisQuantize, MultipliesByTheFloatReciprocal) {
   // S = 0.3: (1/0.3f)·(-35.25f) is exactly -117.5 in float (→ -118), while -35.25f/0.3f is -117.49999 (→ -117).
   EXPECT_EQ(quantize_per_tensor({-35.25f}, 0.3, 0), std::vector<int8_t>{-118});
   EXPECT_EQ(std::nearbyint(-35.25f / 0.3f), -117.0f);
+}
+
+// Helium (op_quantize_per_tensor.cpp @5e547f52): whole blocks of 16 round
+// x·inv_scale once (a fused multiply-add), the scalar tail rounds the float
+// product again. inv_scale = 42.5 exactly, x = 0x3ffe7e7f: the product is
+// 84.5000026, 84.5 in float.
+std::vector<float> block_with(float x, size_t n = 16) {
+  std::vector<float> v(n, 0.f);
+  v[0] = x;
+  v[n - 1] = x;
+  return v;
+}
+
+TEST(CmsisQuantize, HeliumBlocksRoundTheExactProductOnceAndTheTailTwice) {
+  float x;
+  const uint32_t bits = 0x3ffe7e7fu;
+  std::memcpy(&x, &bits, sizeof x);
+  const double scale = 0.0235294122f;
+  ASSERT_EQ(1.0f / static_cast<float>(scale), 42.5f);
+  EXPECT_EQ(quantize_per_tensor({x}, scale, 0)[0], 84);
+  const std::vector<int8_t> h = quantize_per_tensor(block_with(x, 17), scale, 0, -128, 127, Isa::helium);
+  EXPECT_EQ(h[0], 85);   // in the block of 16
+  EXPECT_EQ(h[16], 84);  // the tail: the scalar path
+  EXPECT_EQ(quantize_per_tensor(block_with(x, 15), scale, 0, -128, 127, Isa::helium)[0], 84);  // no whole block
+}
+
+// A code past int16 wraps before the clamp; a non-finite x gives the zero point.
+TEST(CmsisQuantize, HeliumKeepsTheLowSixteenBitsBeforeClamping) {
+  const std::vector<std::pair<float, int>> cases = {{32768.f, -128}, {40000.f, -128}, {65536.f, 0}, {65541.f, 5},
+                                                    {-32769.f, 127}, {100.f, 100},     {-1000.f, -128}};
+  for (const auto& [x, want] : cases) {
+    EXPECT_EQ(quantize_per_tensor(block_with(x), 1.0, 0, -128, 127, Isa::helium)[0], want) << x;
+    EXPECT_EQ(quantize_per_tensor({x}, 1.0, 0)[0], x > 0 ? std::min(127, static_cast<int>(x)) : -128) << x;
+  }
+  for (float x : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), std::nanf("")})
+    EXPECT_EQ(quantize_per_tensor(block_with(x), 0.5, -7, -128, 127, Isa::helium)[0], -7) << x;
 }
 
 TEST(CmsisQuantize, RefusesUndefinedConversions) {

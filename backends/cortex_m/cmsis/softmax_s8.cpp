@@ -1,4 +1,4 @@
-// Models arm_softmax_s8 / arm_nn_softmax_common_s8 (non-MVE path) step by step
+// Models arm_softmax_s8 / arm_nn_softmax_common_s8 (and where the MVE path differs) step by step
 // as semantics/cortex-m-and-xnnpack.md §2.2 lists it: row max, Q5.26 exponent
 // input MUL_SAT(d·2^shift, mult) for d >= diff_min, EXP_ON_NEG, a Q12.19 sum of
 // DIV_POW2(e, 12), CLZ and ONE_OVER1 for 1/sum, then DIV_POW2(MUL_SAT(scale,
@@ -22,7 +22,7 @@ constexpr const char* kKernel = "arm_softmax_s8";
 }  // namespace
 
 std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
-                                   const SoftmaxParams& params) {
+                                   const SoftmaxParams& params, Isa isa) {
   if (num_rows < 0 || row_size < 0 || static_cast<int64_t>(input.size()) != num_rows * row_size)
     throw std::invalid_argument("arm_softmax_s8: input has " + std::to_string(input.size()) + " elements, not " +
                                 std::to_string(num_rows) + " rows of " + std::to_string(row_size));
@@ -67,10 +67,18 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
     }
     const int32_t headroom = count_leading_zeros(static_cast<uint32_t>(sum));
     const int32_t bits_over_unit = kSoftmaxAccumBits - headroom + 23;
-    if (bits_over_unit > 31)
-      throw CmsisUndefined({kKernel, "bits_over_unit" + row(),
-                            "DIV_POW2 by " + std::to_string(bits_over_unit) + " (row sum " + std::to_string(sum) +
-                                " >= 2^28, a real sum of exponentials >= 512): a C shift by 32 or more"});
+    // Helium's vector lanes shift by 32 or more to 0; the scalar code (and
+    // Helium's tail of row_size % 4 elements) shifts a C int by it.
+    const int64_t vector_end = isa == Isa::helium ? row_size / 4 * 4 : 0;
+    if (bits_over_unit > 31) {
+      const bool scalar_reads_it = std::any_of(kept.begin() + vector_end, kept.end(), [](bool k) { return k; });
+      if (scalar_reads_it)
+        throw CmsisUndefined({kKernel, "bits_over_unit" + row(),
+                              "DIV_POW2 by " + std::to_string(bits_over_unit) + " (row sum " + std::to_string(sum) +
+                                  " >= 2^28, a real sum of exponentials >= 512): a C shift by 32 or more"});
+      std::fill(y, y + row_size, static_cast<int8_t>(-128));
+      continue;
+    }
     // sum·2^headroom is in [2^31, 2^32): minus 2^31 it is x of 1/(1 + x), in Q0.31.
     const int32_t shifted_scale =
         one_over_one_plus_x_for_x_in_0_1(static_cast<int32_t>((sum << headroom) - (int64_t{1} << 31)));

@@ -89,6 +89,21 @@ TEST(CmsisSoftmaxS8, UniformRowOf512IsUndefined) {
   EXPECT_EQ(refusal([&] { arm_softmax_s8(rows, 2, 512, softmax_params(0.1)); }).operand, "bits_over_unit (row 1)");
 }
 
+// Helium's vector lanes take the DIV_POW2 by 32 as 0: a uniform row of 512
+// is all -128 (256/512 = 0.5 LSB above it); with a kept element in the
+// row's scalar tail (514 = 128·4 + 2) the C shift is still undefined.
+TEST(CmsisSoftmaxS8, HeliumVectorLanesDefineTheShiftBy32) {
+  const std::vector<int8_t> row(512, 7);
+  EXPECT_EQ(arm_softmax_s8(row, 1, 512, softmax_params(0.1), Isa::helium), std::vector<int8_t>(512, -128));
+  const std::vector<int8_t> tail(514, 7);
+  EXPECT_EQ(refusal([&] { arm_softmax_s8(tail, 1, 514, softmax_params(0.1), Isa::helium); }).operand,
+            "bits_over_unit (row 0)");
+  // Below the edge both paths agree.
+  const std::vector<int8_t> short_row(100, 7);
+  EXPECT_EQ(arm_softmax_s8(short_row, 1, 100, softmax_params(0.1), Isa::helium),
+            arm_softmax_s8(short_row, 1, 100, softmax_params(0.1)));
+}
+
 TEST(CmsisSoftmaxS8, UniformRowOf4096OverflowsTheSum) {
   const CmsisFault f = refusal([] { uniform_row(4096); });
   EXPECT_EQ(f.kernel, "arm_softmax_s8");
