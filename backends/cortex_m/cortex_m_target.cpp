@@ -301,7 +301,7 @@ class CortexMFactory : public TargetFactory {
             {"cpu", {"scalar", "m55"}, "scalar",
              "the code paths of the ops and CMSIS-NN: scalar (cores without MVE: Cortex-M4, M7, M33) or m55 "
              "(Helium, upstream's default target: quantize_per_tensor's blocks of 16 rounded once, "
-             "arm_softmax_s8's vector lanes defined past a row sum of 2^28)"},
+             "arm_softmax_s8's vector lanes defined past a row sum of 2^28; GCC 12.0 to 12.2 builds run the scalar softmax)"},
             {"weaken", weaken, "none", "switch off one rule of the decomposition's guard (self-tests)"},
             {"quantize", {"int8", "off"}, "int8",
              "int8: the quantizer and AtenToCortexMPass run; off: the float graph after MatmulToBmmPass"},

@@ -60,7 +60,11 @@ TEST(CmsisQuantize, HeliumKeepsTheLowSixteenBitsBeforeClamping) {
     EXPECT_EQ(quantize_per_tensor(block_with(x), 1.0, 0, -128, 127, Isa::helium)[0], want) << x;
     EXPECT_EQ(quantize_per_tensor({x}, 1.0, 0)[0], x > 0 ? std::min(127, static_cast<int>(x)) : -128) << x;
   }
-  for (float x : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), std::nanf("")})
+  float payload_nan;  // a negative NaN with a payload: Helium returns the default NaN whatever the input's bits
+  const uint32_t nan_bits = 0xFFC00001u;
+  std::memcpy(&payload_nan, &nan_bits, sizeof payload_nan);
+  for (float x : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), std::nanf(""),
+                  payload_nan})
     EXPECT_EQ(quantize_per_tensor(block_with(x), 0.5, -7, -128, 127, Isa::helium)[0], -7) << x;
 }
 

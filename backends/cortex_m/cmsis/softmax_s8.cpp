@@ -32,9 +32,13 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
   if (params.diff_min < std::numeric_limits<int32_t>::min() || params.diff_min > std::numeric_limits<int32_t>::max())
     throw CmsisUndefined(
         {kKernel, "diff_min", std::to_string(params.diff_min) + " does not fit the int32_t parameter"});
-  if (row_size < 1 && num_rows > 0)
+  // Helium's max starts from -128 and reads whole vectors, so an empty row is read nowhere.
+  if (row_size < 1 && num_rows > 0 && isa == Isa::scalar)
     throw CmsisUndefined({kKernel, "row_size", "0: the row max reads input[0] past the row"});
+  if (row_size < 1) return {};
   const int32_t diff_min = static_cast<int32_t>(params.diff_min);
+  // Helium computes the first row_size / 4·4 elements in vector lanes, the rest in C.
+  const int64_t vector_end = isa == Isa::helium ? row_size / 4 * 4 : 0;
 
   std::vector<int8_t> out(input.size());
   for (int64_t r = 0; r < num_rows; ++r) {
@@ -51,7 +55,10 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
       if (d < diff_min) continue;
       kept[c] = true;
       const OperandName input("input", {r, c}, OperandName::Style::row_column);
-      e[c] = exp_on_negative_values(doubling_high_mult(shift_left_as_c(d, params.shift, kKernel, input), params.mult));
+      // d·2^shift: vmulq_n_s32 wraps in the vector lanes; C's signed overflow is undefined.
+      const int32_t scaled = c < vector_end ? static_cast<int32_t>(static_cast<uint32_t>(d) << params.shift)
+                                            : shift_left_as_c(d, params.shift, kKernel, input);
+      e[c] = exp_on_negative_values(doubling_high_mult(scaled, params.mult));
       sum += divide_by_power_of_two(e[c], kSoftmaxAccumBits);
       if (sum > std::numeric_limits<int32_t>::max())
         throw CmsisUndefined(
@@ -69,7 +76,6 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
     const int32_t bits_over_unit = kSoftmaxAccumBits - headroom + 23;
     // Helium's vector lanes shift by 32 or more to 0; the scalar code (and
     // Helium's tail of row_size % 4 elements) shifts a C int by it.
-    const int64_t vector_end = isa == Isa::helium ? row_size / 4 * 4 : 0;
     if (bits_over_unit > 31) {
       const bool scalar_reads_it = std::any_of(kept.begin() + vector_end, kept.end(), [](bool k) { return k; });
       if (scalar_reads_it)

@@ -35,10 +35,11 @@ inline constexpr int32_t kSoftmaxAccumBits = 12;
 /// uniform rows from 512). A row whose sum is 0 (diff_min > 0 keeps no
 /// element) is all -128, as upstream's guard makes it. std::invalid_argument
 /// if input.size() is not num_rows·row_size.
-/// Helium (arm_softmax_s8.c's MVE path, CMSIS-NN v7.0.0) computes the same
-/// but for the final DIV_POW2: its vector lanes (the first row_size / 4·4
-/// elements) take a shift of 32 or more as 0 (the output -128), so only a
-/// kept element of the row's scalar tail is then refused.
+/// Helium (arm_softmax_s8.c's MVE path, CMSIS-NN v7.0.0; GCC 12.0 to 12.2
+/// builds define ARM_GCC_12_2_ICE and run the scalar code) computes the same
+/// values; its vector lanes (the first row_size / 4·4 elements of a row) wrap
+/// d·2^shift and take a final shift of 32 or more as 0 (the output -128), so
+/// only the row's scalar tail is refused for those, and an empty row is not.
 std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
                                    const SoftmaxParams& params, Isa isa = Isa::scalar);
 

@@ -98,6 +98,18 @@ TEST(CmsisSoftmaxS8, HeliumVectorLanesDefineTheShiftBy32) {
   const std::vector<int8_t> tail(514, 7);
   EXPECT_EQ(refusal([&] { arm_softmax_s8(tail, 1, 514, softmax_params(0.1), Isa::helium); }).operand,
             "bits_over_unit (row 0)");
+  const std::vector<int8_t> row516(516, 7);  // 129 vectors of 4: no tail
+  EXPECT_EQ(arm_softmax_s8(row516, 1, 516, softmax_params(0.1), Isa::helium), std::vector<int8_t>(516, -128));
+  // d·2^shift past int32 wraps in a vector lane (defined) and is undefined in the tail.
+  SoftmaxParams wide = softmax_params(0.2);
+  ASSERT_EQ(wide.shift, 24);
+  wide.diff_min = -255;
+  const std::vector<int8_t> lanes{127, -128, 0, 0};
+  EXPECT_NO_THROW(arm_softmax_s8(lanes, 1, 4, wide, Isa::helium));
+  EXPECT_EQ(refusal([&] { arm_softmax_s8(lanes, 1, 4, wide); }).operand, "input (row 0, column 1)");
+  const std::vector<int8_t> in_tail{127, 0, 0, 0, -128};
+  EXPECT_EQ(refusal([&] { arm_softmax_s8(in_tail, 1, 5, wide, Isa::helium); }).operand, "input (row 0, column 4)");
+  EXPECT_TRUE(arm_softmax_s8({}, 3, 0, softmax_params(0.1), Isa::helium).empty());
   // Below the edge both paths agree.
   const std::vector<int8_t> short_row(100, 7);
   EXPECT_EQ(arm_softmax_s8(short_row, 1, 100, softmax_params(0.1), Isa::helium),
