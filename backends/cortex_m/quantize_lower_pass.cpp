@@ -250,8 +250,9 @@ class Lowering {
     // keeps the annotation (observed or derived) the quantize after it uses.
     if (!mul_annotated(n)) return float_op(i);
     // The scalar, materialized as a symmetric int8 constant: code ±127 with
-    // scale |c| / 127 (a parameter, not an activation: no observer's eps
-    // floor, which would round a tiny scale to 0).
+    // scale |c| / 127, the model's choice (a parameter, not an activation:
+    // no observer's eps floor, which would round a tiny scale to 0; #22796's
+    // head observes it as an activation, not verified).
     const SymShape shape = scalar_shape(g_.info(x).shape);
     Shape concrete;
     for (const SymExpr& d : shape) concrete.push_back(d.constant());

@@ -1,5 +1,5 @@
-// Models arm_softmax_s8 / arm_nn_softmax_common_s8 (and where the MVE path differs) step by step
-// as semantics/cortex-m-and-xnnpack.md §2.2 lists it: row max, Q5.26 exponent
+// Models arm_softmax_s8 / arm_nn_softmax_common_s8 step by step (and where
+// the MVE path differs) as semantics/cortex-m-and-xnnpack.md §2.2 lists it: row max, Q5.26 exponent
 // input MUL_SAT(d·2^shift, mult) for d >= diff_min, EXP_ON_NEG, a Q12.19 sum of
 // DIV_POW2(e, 12), CLZ and ONE_OVER1 for 1/sum, then DIV_POW2(MUL_SAT(scale,
 // e), 35 - clz) - 128 clamped to int8. Every limit of a row is checked before
