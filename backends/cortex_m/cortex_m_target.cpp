@@ -289,8 +289,8 @@ class CortexMFactory : public TargetFactory {
              "the scale MUL of decompose: annotate (quantized as cortex_m.quantized_mul, passes.md's design), "
              "upstream (CortexMAddMulCheck rejects the rank-1 full([1]) operand ReplaceScalarWithTensorArgPass "
              "gives it: an fp32 MUL between dequantize and quantize) or rank-matched (upstream's DecomposeSDPAPass "
-             "multiplies by a Python scalar, which ScalarsToAttributePass makes a (1,)*R buffer: quantized on "
-             "one head's 4-D scores, an fp32 MUL otherwise)"},
+             "multiplies by a Python scalar, which ScalarsToAttributePass makes a (1,)*R buffer: quantized where "
+             "the check takes it, one head's 4-D scores or scores of all sizes 1, an fp32 MUL otherwise)"},
             {"observer", {"minmax", "histogram"}, "minmax",
              "the activation observer: minmax (torch's MinMaxObserver, in double) or histogram (HistogramObserver, "
              "the CortexMQuantizer's: 2048 bins, L2 search, float32)"},

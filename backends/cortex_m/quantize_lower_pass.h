@@ -52,7 +52,8 @@ enum class LinearMeta { not_annotated, retraced_int32, int8_meta };
 ///  rank_matched  as CortexMQuantizer does with upstream's own
 ///            DecomposeSDPAPass (@6864d717), whose Python-scalar mul.Tensor
 ///            ScalarsToAttributePass turns into a (1,)*R buffer: taken as a
-///            channel broadcast (one head, 4-D), rejected otherwise.
+///            channel broadcast (one head, 4-D) or an equal shape (all
+///            sizes 1), rejected otherwise.
 enum class MulCheck { annotate, upstream, rank_matched };
 
 /// The activation observer: torch's MinMaxObserver in double (calibration.h),
