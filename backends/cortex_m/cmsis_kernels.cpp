@@ -109,8 +109,8 @@ MulOperands mul_operands(const KernelArgs& a) {
 }
 
 // The channels-only operand repeated with period muls_per_loop over n elements.
-std::vector<int8_t> repeated(const std::vector<int8_t>& b, int64_t period, size_t n) {
-  if (b.size() == n) return b;
+std::vector<int8_t> repeated(std::vector<int8_t> b, int64_t period, size_t n) {
+  if (b.size() == n) return b;  // moved, not copied: the equal-size case of every lowered MUL
   std::vector<int8_t> out(n);
   for (size_t i = 0; i < n; ++i) out[i] = b[i % static_cast<size_t>(period)];
   return out;
@@ -173,22 +173,21 @@ Kernel mul_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
   };
 }
 
-Tensor softmax_int8_on(const KernelArgs& a, cmsis::Isa isa) {
-  const Tensor& x = a.tensor(0);
-  const int64_t row = last_dim(a, x);
-  // op_softmax.cpp: the params cast to int32 and validated (an abort), then
-  // the output zero point checked (a recoverable failure).
-  const int32_t mult = static_cast<int32_t>(a.integer(4)), shift = static_cast<int32_t>(a.integer(5));
-  cmsis::validate_single_quant_params(mult, shift, "softmax input");
-  if (a.integer(3) != kSoftmaxOutZeroPoint)
-    refuse("softmax_out: expected output zero_point=-128 (got zero_point=" +
-           std::to_string(static_cast<int32_t>(a.integer(3))) + ")");
-  const cmsis::SoftmaxParams p{mult, shift, a.integer(6)};
-  return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), x.numel() / std::max<int64_t>(row, 1), row, p, isa));
-}
-
 Kernel softmax_int8(cmsis::Isa isa) {
-  return [isa](const KernelArgs& a) { return softmax_int8_on(a, isa); };
+  return [isa](const KernelArgs& a) {
+    const Tensor& x = a.tensor(0);
+    const int64_t row = last_dim(a, x);
+    // op_softmax.cpp: the params cast to int32 and validated (an abort), then
+    // the output zero point checked (a recoverable failure).
+    const int32_t mult = static_cast<int32_t>(a.integer(4)), shift = static_cast<int32_t>(a.integer(5));
+    cmsis::validate_single_quant_params(mult, shift, "softmax input");
+    if (a.integer(3) != kSoftmaxOutZeroPoint)
+      refuse("softmax_out: expected output zero_point=-128 (got zero_point=" +
+             std::to_string(static_cast<int32_t>(a.integer(3))) + ")");
+    const cmsis::SoftmaxParams p{mult, shift, a.integer(6)};
+    const int64_t rows = x.numel() / std::max<int64_t>(row, 1);
+    return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), rows, row, p, isa));
+  };
 }
 
 // x [..., K] int8, weight [N, K] int8, bias [N] int32 or none.

@@ -62,6 +62,22 @@ const Node& first(const Graph& g, const std::string& op) {
   throw std::runtime_error("no " + op);
 }
 
+// What running `g` raises: the KernelError's kind and text, or ran = true.
+struct Raised {
+  bool ran = true;
+  KernelError::Kind kind = KernelError::Kind::recoverable;
+  std::string what;
+};
+
+Raised run_raises(const Graph& g, const KernelSet& kernels, const std::map<std::string, Tensor>& in) {
+  try {
+    interpret(g, kernels, in, {});
+  } catch (const KernelError& e) {
+    return {false, e.kind, e.what()};
+  }
+  return {};
+}
+
 TEST(QuantizeLower, EligibleCallLowersToCortexMOps) {
   Lowered l = lower(eligible(), Policy::decompose);
   EXPECT_TRUE(verify_graph(l.graph).empty());
@@ -269,15 +285,11 @@ TEST(QuantizeLower, AnEpsFlooredBmmOutputOverflowsTheLeftShift) {
   const Node& bmm = first(l, kBmmOp);
   EXPECT_EQ(std::get<double>(*bmm.kwarg("output_scale")), static_cast<double>(std::numeric_limits<float>::epsilon()));
   EXPECT_GT(std::get<int64_t>(bmm.args[6]), 20) << print_graph(l);
-  try {
-    interpret(l, cmsis_nn_kernels(), in, {});
-    ADD_FAILURE() << "not refused";
-  } catch (const KernelError& e) {
-    EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
-    EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_batch_matmul_s8: acc[0,0,0]·2^shift"),
-              std::string::npos)
-        << e.what();
-  }
+  const Raised undefined = run_raises(l, cmsis_nn_kernels(), in);
+  EXPECT_FALSE(undefined.ran);
+  EXPECT_EQ(undefined.kind, KernelError::Kind::recoverable);
+  EXPECT_NE(undefined.what.find("undefined behaviour in arm_batch_matmul_s8: acc[0,0,0]·2^shift"), std::string::npos)
+      << undefined.what;
   const KernelSet wrap = cmsis_nn_kernels(cmsis::Rounding::double_rounding, DType::f32, cmsis::Overflow::wrap);
   const Execution run = interpret(l, wrap, in, {}, /*keep_values=*/true);
   const std::optional<std::string> breach = first_stage_out_of_bound(l, run);
@@ -296,8 +308,9 @@ TEST(QuantizeLower, MinMaxObserver) {
   EXPECT_EQ(minmax_qparams(t).scale, static_cast<double>(std::numeric_limits<float>::epsilon()));
 }
 
-// CMSIS refusals: an out-of-range shift aborts (fatal), a softmax row of 512
-// equal values is undefined behaviour (recoverable); both name kernel and operand.
+// CMSIS refusals: the bmm's out-of-range shift is undefined behaviour
+// (recoverable), the softmax's aborts (fatal), a softmax row of 512 equal
+// values is undefined behaviour; each names kernel and operand.
 TEST(QuantizeLower, CmsisRefusalsAreKernelErrorsNamingKernelAndOperand) {
   Graph g;
   ValueRef a = g.placeholder("a", {DType::i8, {1, 1, 2}, QParams{}});
@@ -308,15 +321,12 @@ TEST(QuantizeLower, CmsisRefusalsAreKernelErrorsNamingKernelAndOperand) {
   x.qparams = QParams{};
   // op_quantized_batch_matmul validates no quant param: shift 40 reaches the
   // requantization, a C shift by 32 or more.
-  try {
-    interpret(g, cmsis_nn_kernels(), {{"a", x}, {"b", x}}, {});
-    ADD_FAILURE() << "not refused";
-  } catch (const KernelError& e) {
-    EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
-    EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_batch_matmul_s8: shift: 40 is outside [-31, 31]"),
-              std::string::npos)
-        << e.what();
-  }
+  const Raised bmm = run_raises(g, cmsis_nn_kernels(), {{"a", x}, {"b", x}});
+  EXPECT_FALSE(bmm.ran);
+  EXPECT_EQ(bmm.kind, KernelError::Kind::recoverable);
+  EXPECT_NE(bmm.what.find("undefined behaviour in arm_batch_matmul_s8: shift: 40 is outside [-31, 31]"),
+            std::string::npos)
+      << bmm.what;
   // op_softmax.cpp validates its shift (an abort), then the output zero point
   // (a recoverable failure).
   auto softmax = [](int64_t out_zp, int64_t shift) {
@@ -324,37 +334,30 @@ TEST(QuantizeLower, CmsisRefusalsAreKernelErrorsNamingKernelAndOperand) {
     ValueRef r = s.placeholder("x", {DType::i8, {1, 3}, QParams{}});
     s.outputs = {s.call(kSoftmaxOp, {r, int64_t{-1}, int64_t{0}, out_zp, int64_t{1 << 30}, shift, int64_t{-248}},
                         {{"input_scale", 0.1}}, {{DType::i8, {1, 3}, QParams{1.0 / 256, -128}}})};
-    Tensor row(DType::i8, {1, 3}, 3.0);
-    try {
-      interpret(s, cmsis_nn_kernels(), {{"x", row}}, {});
-    } catch (const KernelError& e) {
-      return std::make_pair(e.kind, std::string(e.what()));
-    }
-    return std::make_pair(KernelError::Kind::recoverable, std::string("ran"));
+    return run_raises(s, cmsis_nn_kernels(), {{"x", Tensor(DType::i8, {1, 3}, 3.0)}});
   };
-  EXPECT_EQ(softmax(-128, 5).second, "ran");
-  const auto [zp_kind, zp_text] = softmax(-127, 5);
-  EXPECT_EQ(zp_kind, KernelError::Kind::recoverable);
-  EXPECT_NE(zp_text.find("softmax_out: expected output zero_point=-128 (got zero_point=-127)"), std::string::npos) << zp_text;
-  const auto [shift_kind, shift_text] = softmax(-127, 40);
-  EXPECT_EQ(shift_kind, KernelError::Kind::fatal);
-  EXPECT_NE(shift_text.find("validate_single_quant_params: shift: softmax input shift must be in range [-31, 31] [Value: 40]"),
+  EXPECT_TRUE(softmax(-128, 5).ran);
+  const Raised zp = softmax(-127, 5);
+  EXPECT_FALSE(zp.ran);
+  EXPECT_EQ(zp.kind, KernelError::Kind::recoverable);
+  EXPECT_NE(zp.what.find("softmax_out: expected output zero_point=-128 (got zero_point=-127)"), std::string::npos)
+      << zp.what;
+  const Raised shift = softmax(-127, 40);
+  EXPECT_FALSE(shift.ran);
+  EXPECT_EQ(shift.kind, KernelError::Kind::fatal);
+  EXPECT_NE(shift.what.find("validate_single_quant_params: shift: softmax input shift must be in range [-31, 31] [Value: 40]"),
             std::string::npos)
-      << shift_text;
+      << shift.what;
   Graph s;
   ValueRef r = s.placeholder("x", {DType::i8, {1, 512}, QParams{}});
   const cmsis::SoftmaxParams p = cmsis::softmax_params(0.1);
   s.outputs = {s.call(kSoftmaxOp, {r, int64_t{-1}, int64_t{0}, int64_t{-128}, int64_t{p.mult}, int64_t{p.shift}, p.diff_min},
                       {{"input_scale", 0.1}}, {{DType::i8, {1, 512}, QParams{1.0 / 256, -128}}})};
-  Tensor row(DType::i8, {1, 512}, 3.0);
-  try {
-    interpret(s, cmsis_nn_kernels(), {{"x", row}}, {});
-    ADD_FAILURE() << "not refused";
-  } catch (const KernelError& e) {
-    EXPECT_EQ(e.kind, KernelError::Kind::recoverable);
-    EXPECT_NE(std::string(e.what()).find("undefined behaviour in arm_softmax_s8: bits_over_unit"), std::string::npos)
-        << e.what();
-  }
+  const Raised uniform = run_raises(s, cmsis_nn_kernels(), {{"x", Tensor(DType::i8, {1, 512}, 3.0)}});
+  EXPECT_FALSE(uniform.ran);
+  EXPECT_EQ(uniform.kind, KernelError::Kind::recoverable);
+  EXPECT_NE(uniform.what.find("undefined behaviour in arm_softmax_s8: bits_over_unit"), std::string::npos)
+      << uniform.what;
 }
 
 // op_quantized_mul (cortex_m_ops_common.h): equal sizes, or a channel
@@ -401,16 +404,11 @@ TEST(QuantizeLower, QuantizedMulTakesEqualSizesOrAChannelBroadcastAndAbortsOther
   }
   for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{
            {{1, 2, 2, 3}, {1, 1, 1, 1}}, {{2, 2, 3}, {1, 1, 1}}, {{2, 3}, {1}}, {{1, 1, 1, 1, 2}, {1, 1, 1, 1, 1}}}) {
-    const Graph g = mul_graph(a, b, a, 0, 0);
-    try {
-      interpret(g, cmsis_nn_kernels(), {{"a", codes_of(a, 0)}, {"b", codes_of(b, 1)}}, {});
-      ADD_FAILURE() << shape_str(a) << " * " << shape_str(b) << " not refused";
-    } catch (const KernelError& e) {
-      EXPECT_EQ(e.kind, KernelError::Kind::fatal);
-      EXPECT_NE(std::string(e.what()).find("Input1 and Input2 must have the same sizes (" + shape_str(a)),
-                std::string::npos)
-          << e.what();
-    }
+    const Raised r =
+        run_raises(mul_graph(a, b, a, 0, 0), cmsis_nn_kernels(), {{"a", codes_of(a, 0)}, {"b", codes_of(b, 1)}});
+    EXPECT_FALSE(r.ran) << shape_str(a) << " * " << shape_str(b);
+    EXPECT_EQ(r.kind, KernelError::Kind::fatal);
+    EXPECT_NE(r.what.find("Input1 and Input2 must have the same sizes (" + shape_str(a)), std::string::npos) << r.what;
   }
 }
 
@@ -436,15 +434,11 @@ TEST(QuantizeLower, TheScaleConstantIsMaterializedAtTheMulsShape) {
       EXPECT_NO_THROW(interpret(u.graph, cmsis_nn_kernels(), inputs(c), {}));
       continue;
     }
-    try {
-      interpret(u.graph, cmsis_nn_kernels(), inputs(c), {});
-      ADD_FAILURE() << "not refused";
-    } catch (const KernelError& e) {
-      EXPECT_EQ(e.kind, KernelError::Kind::fatal);
-      EXPECT_NE(std::string(e.what()).find("Input1 and Input2 must have the same sizes ([2, 2, 3, 5] and [1, 1, 1, 1])"),
-                std::string::npos)
-          << e.what();
-    }
+    const Raised r = run_raises(u.graph, cmsis_nn_kernels(), inputs(c));
+    EXPECT_FALSE(r.ran);
+    EXPECT_EQ(r.kind, KernelError::Kind::fatal);
+    EXPECT_NE(r.what.find("Input1 and Input2 must have the same sizes ([2, 2, 3, 5] and [1, 1, 1, 1])"), std::string::npos)
+        << r.what;
   }
 }
 
