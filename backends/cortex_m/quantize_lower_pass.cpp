@@ -249,17 +249,22 @@ class Lowering {
     // Rejected: an fp32 MUL between dequantize and quantize; its output
     // keeps the annotation (observed or derived) the quantize after it uses.
     if (!mul_annotated(n)) return float_op(i);
-    // The scalar, materialized as a symmetric int8 constant: code ±127 with
-    // scale |c| / 127, the model's choice (a parameter, not an activation:
-    // no observer's eps floor, which would round a tiny scale to 0; #22796's
-    // head observes it as an activation, not verified).
+    // The scalar's constant, observed as an activation: CortexMQuantizer's
+    // pattern annotator gives a MUL input that is no parameter the
+    // activation qspec (arm_quantizer_utils.py annotate_match), and
+    // MaterializeQuantizedMulConstantsPass quantizes c with the observer's
+    // qparams (QuantArgs.quantize_value: round(c / scale) + zp, clamped).
+    // On one value MinMax and histogram observers both give
+    // _calculate_qparams(min(c, 0), max(c, 0)): scale |c| / 255 floored at
+    // eps, so a tiny c is code zp, i.e. 0. Computed in double, as the exact
+    // semantics carry c (float32's rounding of c is the float graph's too).
+    // A NaN c (no generator draws one) is given the zero point.
     const SymShape shape = scalar_shape(g_.info(x).shape);
     Shape concrete;
     for (const SymExpr& d : shape) concrete.push_back(d.constant());
-    Tensor ct(DType::i8, concrete);
-    // A zero scalar is code 0 at any scale: S_out / S_in keeps the multiplier at 1.
-    const QParams qc{c == 0.0 ? qo.scale / qi.scale : std::fabs(c) / 127, 0, -128, 127};
-    std::fill(ct.data.begin(), ct.data.end(), c > 0 ? 127 : c < 0 ? -127 : 0);
+    const QParams qc = minmax_qparams(Tensor(DType::f64, {1}, c));
+    const double code = std::nearbyint(c / qc.scale) + static_cast<double>(qc.zero_point);
+    Tensor ct(DType::i8, concrete, std::isnan(code) ? qc.zero_point : std::clamp(code, -128.0, 127.0));
     ct.qparams = qc;
     const ValueRef cv = out().constant(n.name + "_scalar_int8", ct, shape);
     const cmsis::ElementwiseMulParams p = cmsis::elementwise_mul_params(to_cmsis(qi), to_cmsis(qc), to_cmsis(qo));

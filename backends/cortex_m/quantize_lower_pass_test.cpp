@@ -442,6 +442,38 @@ TEST(QuantizeLower, TheScaleConstantIsMaterializedAtTheMulsShape) {
   }
 }
 
+// The scale constant is observed as an activation (CortexMQuantizer's
+// annotate_match gives a MUL input that is no parameter the activation
+// qspec): range [min(c, 0), max(c, 0)] over 255 codes, floored at f32 eps,
+// zero point -128 for c > 0 (127 for c < 0), so c is code 127 (-128). A
+// scale below 255·eps floors: 1e-8 becomes code -128 = the zero point, 0.
+// MinMax and histogram observers agree on a one-value tensor.
+TEST(QuantizeLower, TheScaleConstantIsObservedAsAnActivation) {
+  const double eps = std::ldexp(1.0, -23);
+  struct Want {
+    double c, scale;
+    int64_t zero_point;
+    double code;
+  };
+  for (const Want& w : {Want{0.125, 0.125 / 255, -128, 127}, Want{-0.5, 0.5 / 255, 127, -128},
+                        Want{1e-8, eps, -128, -128}, Want{1e-5, eps, -128, -128 + std::nearbyint(1e-5 / eps)}})
+    for (Observer o : {Observer::minmax, Observer::histogram}) {
+      Case c = eligible(1);
+      c.scale = w.c;
+      QuantizerConfig cfg;
+      cfg.observer = o;
+      const Graph g = lower(c, Policy::decompose, cfg).graph;
+      const Node& mul = first(g, kMulOp);
+      const ValueRef constant = std::get<ValueRef>(mul.args.at(2));
+      const QParams& q = *g.info(constant).qparams;
+      EXPECT_NEAR(q.scale, w.scale, 1e-6 * w.scale) << w.c;
+      EXPECT_EQ(q.zero_point, w.zero_point) << w.c;
+      EXPECT_EQ(std::get<int64_t>(mul.args.at(3)), w.zero_point) << w.c;
+      const Tensor& codes = g.constants.at(g.nodes.at(constant.node).name);
+      for (double v : codes.data) EXPECT_EQ(v, w.code) << w.c;
+    }
+}
+
 // An int8 operand holds int8 codes: a value out of range or between two
 // codes is refused, naming the element; the codes at both ends pass.
 TEST(QuantizeLower, CmsisKernelsRefuseAnInt8OperandThatHoldsNoCode) {
