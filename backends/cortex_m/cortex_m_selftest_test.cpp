@@ -125,6 +125,8 @@ TEST(CortexMKnownFindings, TinyScaleRoundsTheScaleConstantToZero) {
   CaseResult r = run_case(*t, *fixture().reference, c);
   ASSERT_EQ(r.verdict, Verdict::unsound_rewrite) << verdict_name(r.verdict);
   EXPECT_EQ(r.primary()->check, Check::soundness);
+  // The finding names the constant it changed (Target::constants).
+  EXPECT_EQ(r.primary()->detail.rfind("scale 1e-08 in the entry, 0 after the rewrite (", 0), 0u) << r.primary()->detail;
   Case zero_scores;
   zero_scores.scale = 1e-8;
   zero_scores.data.distribution = Distribution::integers;

@@ -14,6 +14,7 @@
 #include "backends/cortex_m/mha_composite.h"
 #include "backends/cortex_m/mha_entry.h"
 #include "backends/cortex_m/quantize_lower_pass.h"
+#include "backends/cortex_m/scale_constant.h"
 #include "harness/io/json_reader.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -199,6 +200,7 @@ class CortexMTarget : public Target {
 
   // §1.6: the retrace of a bmm whose operands differ in dtype fails upstream.
   std::vector<std::string> type_errors(const Graph& g) const override { return retrace_type_errors(g); }
+  std::vector<GraphConstant> constants(const Graph& g) const override { return scale_constants(g); }
 
   std::vector<const Pass*> passes() const override {
     std::vector<const Pass*> p;
