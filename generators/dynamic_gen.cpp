@@ -81,19 +81,20 @@ Gen<DynamicDraw> gen_dynamic(const GenPolicy& p, const CaseSpace& space, size_t 
   using M = GenPolicy::SymbolMode;
   Weighted<M> modes = p.symbol_mode_weights;
   if (!space.dynamic_dims) modes = {{M::none, 1.0}};
-  Gen<std::vector<RuntimeDraw>> entry =
-      gen_each(std::vector<Gen<RuntimeDraw>>(slots, gen_runtime_value(p, max_len)));
+  Gen<std::vector<Lazy<RuntimeDraw>>> entry =
+      gen_each(std::vector<Gen<Lazy<RuntimeDraw>>>(slots, gen_lazy(gen_runtime_value(p, max_len))));
   return gen::build<DynamicDraw>(
       gen::set(&DynamicDraw::mode, gen_weighted(modes, "GenPolicy.symbol_mode_weights")),
       gen::set(&DynamicDraw::q_len, gen_flag(p.p_len_symbolic)),
       gen::set(&DynamicDraw::kv_len, gen_flag(p.p_len_symbolic)),
       gen::set(&DynamicDraw::batch,
                gen_each(std::vector<Gen<bool>>(max_batch_rank, gen_flag(p.p_batch_symbolic)))),
-      gen::set(&DynamicDraw::symbols, gen_each(std::vector<Gen<SymbolDraw>>(slots, gen_symbol(p)))),
+      gen::set(&DynamicDraw::symbols,
+               gen_each(std::vector<Gen<Lazy<SymbolDraw>>>(slots, gen_lazy(gen_symbol(p))))),
       gen::set(&DynamicDraw::entries, gen::map(gen_size(1, static_cast<int64_t>(entries)),
                                                [](int64_t n) { return static_cast<size_t>(n); })),
       gen::set(&DynamicDraw::runtime,
-               gen_each(std::vector<Gen<std::vector<RuntimeDraw>>>(entries, entry))));
+               gen_each(std::vector<Gen<Lazy<std::vector<Lazy<RuntimeDraw>>>>>(entries, gen_lazy(entry)))));
 }
 
 void apply_dynamic(const DynamicDraw& d, const GenPolicy& p, int64_t max_len, int64_t max_batch,
@@ -111,10 +112,10 @@ void apply_dynamic(const DynamicDraw& d, const GenPolicy& p, int64_t max_len, in
       case SymbolicDim::shared_len: c.q_len = c.kv_len = s; break;
       case SymbolicDim::batch: c.batch[dim.batch_index] = s; break;
     }
-    const SymbolInfo info = fit_symbol(d.symbols[i], p, dim.hint, dim.cap);
+    const SymbolInfo info = fit_symbol(d.symbols[i].get(), p, dim.hint, dim.cap);
     c.symbols[name] = info;
     for (size_t e = 0; e < d.entries; ++e)
-      c.runtime[e][name] = fit_runtime(d.runtime[e][i], info, dim.hint, dim.cap);
+      c.runtime[e][name] = fit_runtime(d.runtime[e].get()[i].get(), info, dim.hint, dim.cap);
   }
 }
 

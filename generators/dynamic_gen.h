@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "generators/gen_policy.h"
+#include "generators/lazy_draw.h"
 #include "harness/case/case.h"
 #include "harness/case/case_space.h"
 
@@ -35,9 +36,10 @@ struct DynamicDraw {
   bool q_len = false;                             // independent mode: Lq a symbol
   bool kv_len = false;                            // independent mode: Lkv a symbol
   std::vector<bool> batch;                        // each batch dim a symbol (not in mode none)
-  std::vector<SymbolDraw> symbols;                // one a symbol slot, in order s0, s1, ...
-  size_t entries = 1;                             // runtime assignments
-  std::vector<std::vector<RuntimeDraw>> runtime;  // [entry][symbol slot]
+  // Drawn when read: a case reads the slots of its symbols and its entries only.
+  std::vector<Lazy<SymbolDraw>> symbols;  // one a symbol slot, in order s0, s1, ...
+  size_t entries = 1;                     // runtime assignments
+  std::vector<Lazy<std::vector<Lazy<RuntimeDraw>>>> runtime;  // [entry][symbol slot]
 };
 
 /// Symbols only when space.dynamic_dims; slots for Lq, Lkv and
