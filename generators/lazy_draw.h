@@ -33,9 +33,13 @@ class Lazy {
     std::optional<T> value_;
   };
 
+  Lazy() = default;  // T's default value, as a struct the draw fills starts out
   explicit Lazy(std::shared_ptr<Cell> cell) : cell_(std::move(cell)) {}
   /// The drawn value (drawn on the first read).
-  const T& get() const { return cell_->value(); }
+  const T& get() const {
+    static const T kDefault{};
+    return cell_ ? cell_->value() : kDefault;
+  }
 
  private:
   std::shared_ptr<Cell> cell_;

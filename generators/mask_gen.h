@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "generators/gen_policy.h"
+#include "generators/lazy_draw.h"
 #include "harness/case/case.h"
 #include "harness/case/case_space.h"
 
@@ -17,22 +18,23 @@ namespace sdpa {
 struct AttentionDraw {
   enum class Kind { none, causal, bool_mask, additive };
   Kind kind = Kind::none;
-  MaskPattern pattern = MaskPattern::keep_all;
-  double keep = 0.5;   // keep probability of random and full-row
-  int64_t extent = 0;  // window width or kept keys, cut to Lkv
-  MaskFill fill = MaskFill::neg_inf;
-  bool query_dtype = false;  // an additive mask in the f16/bf16 query dtype
-  int64_t rank = 2;          // cut to batch+3
-  bool rank_one = false;     // overrides rank: a 1-D mask
+  // Drawn when read (gen_lazy): a call without a mask reads none of them.
+  Lazy<MaskPattern> pattern;
+  Lazy<double> keep;      // keep probability of random and full-row
+  Lazy<int64_t> extent;   // window width or kept keys, cut to Lkv
+  Lazy<MaskFill> fill;
+  Lazy<bool> query_dtype;  // an additive mask in the f16/bf16 query dtype
+  Lazy<int64_t> rank;      // cut to batch+3
+  Lazy<bool> rank_one;     // overrides rank: a 1-D mask
 
-  std::vector<bool> ones;  // mask dim i broadcast as 1
+  Lazy<std::vector<bool>> ones;  // mask dim i broadcast as 1
 
   // Drawn after the fields above, so that their draws stay as they were.
-  bool serving = false;  // a serving pattern replaces `pattern`
-  MaskPattern serving_pattern = MaskPattern::left_padding;
-  int64_t pad = 0;            // left / per-batch padding, cut to Lkv
-  int64_t block_rows = 1;     // block-sparse
-  int64_t block_keys = 64;
+  Lazy<bool> serving;  // a serving pattern replaces `pattern`
+  Lazy<MaskPattern> serving_pattern;
+  Lazy<int64_t> pad;         // left / per-batch padding, cut to Lkv
+  Lazy<int64_t> block_rows;  // block-sparse
+  Lazy<int64_t> block_keys;
 };
 
 /// Kinds from p.mask_kind_weights and p.p_causal (masks only when

@@ -42,10 +42,10 @@ Gen<StartPosDraw> gen_start_pos(const GenPolicy& p, const CaseSpace& space, int6
   const size_t edges = p.cache_block_edges.size();
   return gen::build<StartPosDraw>(
       gen::set(&StartPosDraw::positive, gen_flag(space.start_pos ? p.p_start_pos : 0.0)),
-      gen::set(&StartPosDraw::offset, gen_size(1, max_len, {max_len}, p.p_start_pos_bottom_right)),
+      gen::set(&StartPosDraw::offset, gen_lazy(gen_size(1, max_len, {max_len}, p.p_start_pos_bottom_right))),
       gen::set(&StartPosDraw::cache, gen_flag(space.start_pos ? p.p_cache_kv_len : 0.0)),
-      gen::set(&StartPosDraw::unbacked, gen_flag(p.p_unbacked)),
-      gen::set(&StartPosDraw::other, gen_size(0, max_len)),
+      gen::set(&StartPosDraw::unbacked, gen_lazy(gen_flag(p.p_unbacked))),
+      gen::set(&StartPosDraw::other, gen_lazy(gen_size(0, max_len))),
       gen::set(&StartPosDraw::block_edge, kv && edges > 0 ? gen_flag(p.p_cache_block_edge) : gen::just(false)),
       gen::set(&StartPosDraw::edge, kv && edges > 1 ? gen::inRange<size_t>(0, edges) : gen::just<size_t>(0)),
       gen::set(&StartPosDraw::edge_back, kv ? gen_size(0, max_len) : gen::just<int64_t>(0)),
@@ -104,10 +104,10 @@ void apply_kv_cache(const StartPosDraw& d, const GenPolicy& p, int64_t max_len, 
   const int64_t room = std::max<int64_t>(0, cache - q_room);
   // The first run past position 0 wherever the cache leaves room (a step
   // that needs it stays one as the edge shrinks away); the second from 0.
-  const int64_t first = at_edge >= 0 ? at_edge : std::min(d.offset, room);
-  const int64_t second = std::min(d.other, room);
+  const int64_t first = at_edge >= 0 ? at_edge : std::min(d.offset.get(), room);
+  const int64_t second = std::min(d.other.get(), room);
   SymbolInfo sp;
-  if (!d.unbacked) sp.hint = first;
+  if (!d.unbacked.get()) sp.hint = first;
   sp.min = 0;
   sp.max = d.context_range ? std::max(room, cache - 1) : room;
   c.symbols["sp"] = sp;
@@ -125,15 +125,15 @@ bool apply_cache_position(const StartPosDraw& d, int64_t max_len, Case& c) {
   for (const auto& at : c.runs()) longest_q = std::max(longest_q, c.q_len.eval(at));
   const int64_t max_sp = max_len - longest_q;
   if (max_sp < 1) return false;
-  const int64_t hint = std::min(d.offset, max_sp);
+  const int64_t hint = std::min(d.offset.get(), max_sp);
   SymbolInfo sp;
-  if (!d.unbacked) sp.hint = hint;
+  if (!d.unbacked.get()) sp.hint = hint;
   sp.min = 0;
   sp.max = max_sp;
   c.symbols["sp"] = sp;
-  if (c.runtime.empty()) c.runtime.assign(d.other != hint ? 2 : 1, Assignment{});
+  if (c.runtime.empty()) c.runtime.assign(d.other.get() != hint ? 2 : 1, Assignment{});
   for (size_t e = 0; e < c.runtime.size(); ++e)
-    c.runtime[e]["sp"] = e % 2 == 0 ? hint : std::min(d.other, max_sp);
+    c.runtime[e]["sp"] = e % 2 == 0 ? hint : std::min(d.other.get(), max_sp);
   c.start_pos = SymExpr::symbol("sp");
   const SymExpr old_kv_len = c.kv_len;
   c.kv_len = c.start_pos + c.q_len;
@@ -152,7 +152,7 @@ SymExpr start_pos_for(const StartPosDraw& d, const Case& c) {
     room = std::min(room, s.Lkv - s.Lq);
   }
   if (room < 1) return 0;
-  return std::min(d.offset, room);
+  return std::min(d.offset.get(), room);
 }
 
 Gen<std::optional<SpecialData>> gen_special(const GenPolicy& p, const CaseSpace& space) {
@@ -162,9 +162,10 @@ Gen<std::optional<SpecialData>> gen_special(const GenPolicy& p, const CaseSpace&
       gen::set(&SpecialData::tensor, gen_weighted(p.special_tensor_weights, "GenPolicy.special_tensor_weights")),
       gen::set(&SpecialData::place, gen_weighted(p.special_place_weights, "GenPolicy.special_place_weights")),
       gen::set(&SpecialData::count, gen_weighted(p.special_count_weights, "GenPolicy.special_count_weights")));
+  // The special value's draw is made only where the flag is on (gen_lazy).
   return gen::apply(
-      [](bool on, const SpecialData& s) { return on ? std::optional<SpecialData>(s) : std::nullopt; },
-      gen_flag(p.p_special), special);
+      [](bool on, const Lazy<SpecialData>& s) { return on ? std::optional<SpecialData>(s.get()) : std::nullopt; },
+      gen_flag(p.p_special), gen_lazy(special));
 }
 
 Gen<DataSpec> gen_data(const GenPolicy& p, const CaseSpace& space) {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "generators/gen_policy.h"
+#include "generators/lazy_draw.h"
 #include "harness/case/case.h"
 #include "harness/case/case_space.h"
 
@@ -20,11 +21,13 @@ rc::Gen<double> gen_dropout(const GenPolicy& p, const CaseSpace& space);
 
 /// What gen_start_pos draws, before it is fitted to a case's lengths.
 struct StartPosDraw {
-  bool positive = false;  // start_pos > 0, if the case leaves room
-  int64_t offset = 1;     // cut to the room; max_len gives bottom-right (Lkv - Lq)
-  bool cache = false;     // Lkv = start_pos + Lq, start_pos a symbol
-  bool unbacked = false;  // that symbol has no hint
-  int64_t other = 0;      // a runtime value of it besides the hint
+  // offset, unbacked and other are drawn when read (gen_lazy): only a
+  // positive start_pos reads them.
+  bool positive = false;        // start_pos > 0, if the case leaves room
+  Lazy<int64_t> offset;         // cut to the room; max_len gives bottom-right (Lkv - Lq)
+  bool cache = false;           // Lkv = start_pos + Lq, start_pos a symbol
+  Lazy<bool> unbacked;          // that symbol has no hint
+  Lazy<int64_t> other;          // a runtime value of it besides the hint
   // KV-cache entry forms (apply_kv_cache):
   bool block_edge = false;     // the cache reaches past a key-block edge
   size_t edge = 0;             // which of GenPolicy::cache_block_edges
