@@ -45,11 +45,11 @@ std::vector<SymbolicDim> symbolic_dims(const DynamicDraw& d, const Case& c, int6
   if (d.mode == M::shared) {
     dims.push_back({SymbolicDim::shared_len, 0, Lkv, max_len});  // the drawn Lq is dropped
   } else {
-    if (d.q_len) dims.push_back({SymbolicDim::q_len, 0, Lq, max_len});
-    if (d.kv_len) dims.push_back({SymbolicDim::kv_len, 0, Lkv, max_len});
+    if (d.q_len.get()) dims.push_back({SymbolicDim::q_len, 0, Lq, max_len});
+    if (d.kv_len.get()) dims.push_back({SymbolicDim::kv_len, 0, Lkv, max_len});
   }
   for (size_t i = 0; i < c.batch.size(); ++i)
-    if (d.batch[i]) dims.push_back({SymbolicDim::batch, i, c.batch[i].constant(), max_batch});
+    if (d.batch[i].get()) dims.push_back({SymbolicDim::batch, i, c.batch[i].constant(), max_batch});
   if (dims.empty()) dims.push_back({SymbolicDim::kv_len, 0, Lkv, max_len});
   return dims;
 }
@@ -85,14 +85,14 @@ Gen<DynamicDraw> gen_dynamic(const GenPolicy& p, const CaseSpace& space, size_t 
       gen_each(std::vector<Gen<Lazy<RuntimeDraw>>>(slots, gen_lazy(gen_runtime_value(p, max_len))));
   return gen::build<DynamicDraw>(
       gen::set(&DynamicDraw::mode, gen_weighted(modes, "GenPolicy.symbol_mode_weights")),
-      gen::set(&DynamicDraw::q_len, gen_flag(p.p_len_symbolic)),
-      gen::set(&DynamicDraw::kv_len, gen_flag(p.p_len_symbolic)),
+      gen::set(&DynamicDraw::q_len, gen_lazy(gen_flag(p.p_len_symbolic))),
+      gen::set(&DynamicDraw::kv_len, gen_lazy(gen_flag(p.p_len_symbolic))),
       gen::set(&DynamicDraw::batch,
-               gen_each(std::vector<Gen<bool>>(max_batch_rank, gen_flag(p.p_batch_symbolic)))),
+               gen_each(std::vector<Gen<Lazy<bool>>>(max_batch_rank, gen_lazy(gen_flag(p.p_batch_symbolic))))),
       gen::set(&DynamicDraw::symbols,
                gen_each(std::vector<Gen<Lazy<SymbolDraw>>>(slots, gen_lazy(gen_symbol(p))))),
-      gen::set(&DynamicDraw::entries, gen::map(gen_size(1, static_cast<int64_t>(entries)),
-                                               [](int64_t n) { return static_cast<size_t>(n); })),
+      gen::set(&DynamicDraw::entries, gen_lazy(gen::map(gen_size(1, static_cast<int64_t>(entries)),
+                                                        [](int64_t n) { return static_cast<size_t>(n); }))),
       gen::set(&DynamicDraw::runtime,
                gen_each(std::vector<Gen<Lazy<std::vector<Lazy<RuntimeDraw>>>>>(entries, gen_lazy(entry)))));
 }
@@ -101,7 +101,7 @@ void apply_dynamic(const DynamicDraw& d, const GenPolicy& p, int64_t max_len, in
                    Case& c) {
   const std::vector<SymbolicDim> dims = symbolic_dims(d, c, max_len, max_batch);
   if (dims.empty()) return;
-  c.runtime.assign(d.entries, Assignment{});
+  c.runtime.assign(d.entries.get(), Assignment{});
   for (size_t i = 0; i < dims.size(); ++i) {
     const SymbolicDim& dim = dims[i];
     const std::string name = "s" + std::to_string(i);
@@ -114,7 +114,7 @@ void apply_dynamic(const DynamicDraw& d, const GenPolicy& p, int64_t max_len, in
     }
     const SymbolInfo info = fit_symbol(d.symbols[i].get(), p, dim.hint, dim.cap);
     c.symbols[name] = info;
-    for (size_t e = 0; e < d.entries; ++e)
+    for (size_t e = 0; e < d.entries.get(); ++e)
       c.runtime[e][name] = fit_runtime(d.runtime[e].get()[i].get(), info, dim.hint, dim.cap);
   }
 }

@@ -33,12 +33,13 @@ struct RuntimeDraw {
 
 struct DynamicDraw {
   GenPolicy::SymbolMode mode = GenPolicy::SymbolMode::none;
-  bool q_len = false;                             // independent mode: Lq a symbol
-  bool kv_len = false;                            // independent mode: Lkv a symbol
-  std::vector<bool> batch;                        // each batch dim a symbol (not in mode none)
-  // Drawn when read: a case reads the slots of its symbols and its entries only.
+  // Drawn when read (gen_lazy): mode none reads none of these, a dynamic
+  // case the slots of its symbols and its entries only.
+  Lazy<bool> q_len;                       // independent mode: Lq a symbol
+  Lazy<bool> kv_len;                      // independent mode: Lkv a symbol
+  std::vector<Lazy<bool>> batch;          // each batch dim a symbol (not in mode none)
   std::vector<Lazy<SymbolDraw>> symbols;  // one a symbol slot, in order s0, s1, ...
-  size_t entries = 1;                     // runtime assignments
+  Lazy<size_t> entries;                   // runtime assignments
   std::vector<Lazy<std::vector<Lazy<RuntimeDraw>>>> runtime;  // [entry][symbol slot]
 };
 

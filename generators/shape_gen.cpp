@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "generators/draws.h"
+#include "generators/lazy_draw.h"
 #include "harness/case/case_validate.h"
 
 namespace sdpa {
@@ -53,21 +54,23 @@ Gen<Heads> gen_heads(const GenPolicy& p, int64_t max_heads) {
     layouts.push_back({layout, possible ? w : 0.0});
   }
   // All parts are drawn independently and combined, so each shrinks on its
-  // own (a mapcat would freeze the layout once the head count shrinks).
+  // own (a mapcat would freeze the layout once the head count shrinks);
+  // those one layout reads are drawn when read (gen_lazy).
   return gen::apply(
-      [max_heads](HL layout, int64_t h, int64_t g, int64_t kv, bool gqa_mha, bool gqa_mqa) {
+      [max_heads](HL layout, const Lazy<int64_t>& h, const Lazy<int64_t>& g, const Lazy<int64_t>& kv,
+                  const Lazy<bool>& gqa_mha, const Lazy<bool>& gqa_mqa) {
         switch (layout) {
-          case HL::mha: return Heads{h, h, gqa_mha};
-          case HL::mqa: return Heads{std::max<int64_t>(h, 2), 1, gqa_mqa};
+          case HL::mha: return Heads{h.get(), h.get(), gqa_mha.get()};
+          case HL::mqa: return Heads{std::max<int64_t>(h.get(), 2), 1, gqa_mqa.get()};
           case HL::gqa: break;
         }
-        const int64_t Hkv = 1 + (kv - 1) % (max_heads / g);  // wrapped so that g * Hkv fits
-        return Heads{g * Hkv, Hkv, true};
+        const int64_t Hkv = 1 + (kv.get() - 1) % (max_heads / g.get());  // wrapped so that g * Hkv fits
+        return Heads{g.get() * Hkv, Hkv, true};
       },
-      gen_weighted(layouts, "GenPolicy.head_layout_weights"), gen_size(1, max_heads),
-      gen_weighted(groups, "GenPolicy.group_size_weights"),
-      gen_size(1, max_heads, {2}, 0.5),  // else Hkv = 1 would crowd out true GQA at small caps
-      gen_flag(p.p_enable_gqa_mha), gen_flag(p.p_enable_gqa_mqa));
+      gen_weighted(layouts, "GenPolicy.head_layout_weights"), gen_lazy(gen_size(1, max_heads)),
+      gen_lazy(gen_weighted(groups, "GenPolicy.group_size_weights")),
+      gen_lazy(gen_size(1, max_heads, {2}, 0.5)),  // else Hkv = 1 would crowd out true GQA at small caps
+      gen_lazy(gen_flag(p.p_enable_gqa_mha)), gen_lazy(gen_flag(p.p_enable_gqa_mqa)));
 }
 
 size_t max_batch_rank(const GenPolicy& p, const CaseSpace& space) {
@@ -84,30 +87,32 @@ Gen<std::vector<int64_t>> gen_batch(const GenPolicy& p, const CaseSpace& space, 
   std::vector<double> weights(preferred.begin(),
                               preferred.begin() + std::min(max_rank + 1, preferred.size()));
   return gen::apply(
-      [](size_t rank, std::vector<int64_t> dims) {
-        dims.resize(rank);
+      [](size_t rank, const std::vector<Lazy<int64_t>>& sizes) {
+        std::vector<int64_t> dims;
+        for (size_t i = 0; i < rank; ++i) dims.push_back(sizes[i].get());  // only these are drawn
         return dims;
       },
       gen_choice(weights, "GenPolicy.batch_rank_weights"),
-      gen_each(std::vector<Gen<int64_t>>(max_rank, gen_size(1, max_batch))));
+      gen_each(std::vector<Gen<Lazy<int64_t>>>(max_rank, gen_lazy(gen_size(1, max_batch)))));
 }
 
 Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim) {
   auto dim = gen_size(1, max_head_dim, powers_of_two_upto(max_head_dim), p.p_head_dim_pow2);
   return gen::apply(
-      [max_head_dim](int64_t e, bool differs, int64_t ev) {
+      [max_head_dim](int64_t e, bool differs, const Lazy<int64_t>& drawn_ev) {
         if (!differs) return HeadDims{e, e};
+        int64_t ev = drawn_ev.get();
         if (ev == e) ev = e < max_head_dim ? e + 1 : e - 1;
         return HeadDims{e, ev};
       },
-      dim, gen_flag(max_head_dim >= 2 ? p.p_value_dim_differs : 0.0), dim);
+      dim, gen_flag(max_head_dim >= 2 ? p.p_value_dim_differs : 0.0), gen_lazy(dim));
 }
 
 Gen<std::optional<GenPolicy::EmptyDim>> gen_empty(const GenPolicy& p, const CaseSpace& space) {
   using E = std::optional<GenPolicy::EmptyDim>;
   if (!space.empty) return gen::just(E());
-  return gen::apply([](bool on, GenPolicy::EmptyDim d) { return on ? E(d) : E(); }, gen_flag(p.p_empty),
-                    gen_weighted(p.empty_dim_weights, "GenPolicy.empty_dim_weights"));
+  return gen::apply([](bool on, const Lazy<GenPolicy::EmptyDim>& d) { return on ? E(d.get()) : E(); },
+                    gen_flag(p.p_empty), gen_lazy(gen_weighted(p.empty_dim_weights, "GenPolicy.empty_dim_weights")));
 }
 
 Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len) {
@@ -118,25 +123,27 @@ Gen<Lengths> gen_lengths(const GenPolicy& p, int64_t max_len) {
   // `a` is the longer length and `b` the shorter, taken modulo to fit below
   // `a`: drawn apart, each shrinks on its own.
   return gen::apply(
-      [](R relation, int64_t a, int64_t b) {
-        const int64_t longer = std::max<int64_t>(a, 2), shorter = 1 + (b - 1) % (longer - 1);
+      [](R relation, int64_t a, const Lazy<int64_t>& b) {  // b: drawn when read
         switch (relation) {
           case R::decode: return Lengths{1, a, relation};
           case R::equal: return Lengths{a, a, relation};
-          case R::q_shorter: return Lengths{shorter, longer, relation};
+          case R::q_shorter:
           case R::q_longer: break;
         }
+        const int64_t longer = std::max<int64_t>(a, 2), shorter = 1 + (b.get() - 1) % (longer - 1);
+        if (relation == R::q_shorter) return Lengths{shorter, longer, relation};
         return Lengths{longer, shorter, relation};
       },
       gen_weighted(relations, "GenPolicy.length_relation_weights"), gen_length(p, 1, max_len),
-      gen_length(p, 1, max_len));
+      gen_lazy(gen_length(p, 1, max_len)));
 }
 
 Gen<std::optional<int64_t>> gen_long_length(const GenPolicy& p, int size) {
   using L = std::optional<int64_t>;
   if (!(p.p_long_len > 0) || size < p.long_len_min_size) return gen::just(L());
-  return gen::apply([](bool on, int64_t len) { return on ? L(len) : L(); }, gen_flag(p.p_long_len),
-                    gen_size(1, std::max<int64_t>(1, p.long_len_max), p.long_tile_edges, p.p_long_tile_edge));
+  return gen::apply([](bool on, const Lazy<int64_t>& len) { return on ? L(len.get()) : L(); },
+                    gen_flag(p.p_long_len),
+                    gen_lazy(gen_size(1, std::max<int64_t>(1, p.long_len_max), p.long_tile_edges, p.p_long_tile_edge)));
 }
 
 Lengths with_long_length(const Lengths& l, int64_t len) {
