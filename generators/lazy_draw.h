@@ -33,7 +33,7 @@ class Lazy {
     std::optional<T> value_;
   };
 
-  Lazy() = default;  // T's default value, as a struct the draw fills starts out
+  Lazy() = default;  // reads T{}: what a drawn struct holds before the draw sets the field
   explicit Lazy(std::shared_ptr<Cell> cell) : cell_(std::move(cell)) {}
   /// The drawn value (drawn on the first read).
   const T& get() const {
