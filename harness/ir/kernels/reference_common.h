@@ -53,6 +53,9 @@ struct Num {
   // path, which sets errno for each such weight (exp_no_underflow in double).
   double exp(DType t, double x) const {
     if (exact() || accumulation_type(t) == DType::f64) return exp_no_underflow(x);
+    return exp_f32(x);
+  }
+  static double exp_f32(double x) {
     const float f = static_cast<float>(x);
     return f < -104.0f ? 0.0f : std::exp(f);
   }

@@ -68,6 +68,42 @@ TEST(ReferenceKernels, SafeSoftmaxZeroesFullyMaskedRows) {
   EXPECT_TRUE(std::isnan(plain.data[2]));
 }
 
+// A softmax over a dim that is not the last reads its rows strided: each
+// row must give what the same row gives over the last dim of the
+// transposed tensor, bit for bit, a fully masked row included, in every
+// numerics and dtype.
+TEST(ReferenceKernels, SoftmaxOverAnInnerDimIsTheLastDimsSoftmaxTransposed) {
+  const Shape shape{2, 3, 4};  // softmax over dim 1 (rows of 3, 4 apart)
+  std::vector<double> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(1.7 * static_cast<double>(i)) * 9.0;
+  for (int64_t j = 0; j < 3; ++j) v[static_cast<size_t>(12 + j * 4 + 2)] = -INFINITY;  // row (1, :, 2)
+  const KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+  const KernelSet naive = make_reference_kernels("n", Numerics::naive);
+  for (const KernelSet* k : {&exact_kernels(), &emulated, &naive})
+    for (DType t : {DType::f64, DType::f32, DType::bf16})
+      for (const char* op : {"aten._safe_softmax.default", "aten._softmax.default"}) {
+        Tensor x = tensor(t, shape, v);
+        for (double& e : x.data) e = round_to(t, e);
+        const bool plain = std::string(op) == "aten._softmax.default";
+        std::vector<Arg> dim1{int64_t{1}}, last{int64_t{-1}};
+        if (plain) dim1.push_back(false), last.push_back(false);
+        Tensor inner = run(*k, op, {x}, dim1, t, shape);
+        Tensor xt = run(*k, "aten.transpose.int", {x}, {int64_t{1}, int64_t{2}}, t, {2, 4, 3});
+        Tensor lastd = run(*k, op, {xt}, last, t, {2, 4, 3});
+        for (int64_t b = 0; b < 2; ++b)
+          for (int64_t i = 0; i < 3; ++i)
+            for (int64_t c = 0; c < 4; ++c) {
+              const double got = inner.data[static_cast<size_t>((b * 3 + i) * 4 + c)];
+              const double want = lastd.data[static_cast<size_t>((b * 4 + c) * 3 + i)];
+              if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << k->name() << " " << op;
+              else EXPECT_EQ(got, want) << k->name() << " " << dtype_name(t) << " " << op << " " << b << i << c;
+            }
+        // The fully masked row: 0 from _safe_softmax, NaN from _softmax.
+        if (plain) EXPECT_TRUE(std::isnan(inner.data[12 + 2]));
+        else EXPECT_EQ(inner.data[12 + 2], 0.0);
+      }
+}
+
 TEST(ReferenceKernels, RepeatInterleaveVersusRepeat) {
   Tensor x = tensor(DType::f32, {2, 1}, {1.0, 2.0});
   EXPECT_EQ(run(exact_kernels(), "aten.repeat_interleave.self_int", {x}, {int64_t{2}, int64_t{0}}, DType::f32, {4, 1}).data,
