@@ -343,6 +343,7 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
   // sqrt(scale) in the op-math type), and the sums of a row of outputs, each
   // summed over its terms in index order.
   std::vector<double> keys_t(s.E * s.Lkv);
+  const double* keys_of = nullptr;  // the key block keys_t holds
   CompensatedRow acc;
   RoundedRow rounded;
   for (int64_t b = 0; b < s.batch; ++b)
@@ -351,10 +352,15 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
       const double* mrow0 = mask ? mask->data.data() + mask_base(b, h) : nullptr;
       const double* kb = k.data.data() + (b * s.Hkv + hk) * s.Lkv * s.E;
       const double* vb = v.data.data() + (b * s.Hkv + hk) * s.Lkv * s.Ev;
-      // k * sqrt(scale) in the op-math type, once per block rather than per query row.
-      for (int64_t j = 0; j < s.Lkv; ++j)
-        for (int64_t e = 0; e < s.E; ++e)
-          keys_t[e * s.Lkv + j] = n.exact() ? kb[j * s.E + e] : n.op(t, kb[j * s.E + e] * sf);
+      // k * sqrt(scale) in the op-math type, once per key block rather than
+      // per query row or head: the query heads of a group (all of them in
+      // MQA) are consecutive and share it.
+      if (kb != keys_of) {
+        keys_of = kb;
+        for (int64_t j = 0; j < s.Lkv; ++j)
+          for (int64_t e = 0; e < s.E; ++e)
+            keys_t[e * s.Lkv + j] = n.exact() ? kb[j * s.E + e] : n.op(t, kb[j * s.E + e] * sf);
+      }
       for (int64_t i = 0; i < s.Lq; ++i) {
         const double* qr = q.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.E;
         // Every key's q . k into score.
@@ -377,8 +383,12 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
           score[j] = x;
         }
         // Apart from the loop above, so that the running max stays in a register.
-        double mx;
-        const bool all_masked = row_max(score.data(), s.Lkv, mx);
+        bool all_masked = true;
+        double mx = kNegInf;
+        for (int64_t j = 0; j < s.Lkv; ++j) {
+          all_masked = all_masked && score[j] == kNegInf;
+          if (mx < score[j]) mx = score[j];  // fmax: a NaN is passed over
+        }
         double* orow = out.data.data() + ((b * s.Hq + h) * s.Lq + i) * s.Ev;
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
         if (all_masked) {  // _safe_softmax: weights 0, still multiplied into V (0 * inf = NaN)

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness/ir/interpreter.h"
@@ -130,6 +131,45 @@ TEST(ReferenceKernels, SdpaCausalIsTopLeftAndGqaInterleaves) {
   Tensor gqa = run(exact_kernels(), "aten.scaled_dot_product_attention.default", {q4, k2, v2},
                    {None{}, 0.0, false}, DType::f64, {4, 1, 1}, {{"enable_gqa", true}});
   EXPECT_EQ(gqa.data, (std::vector<double>{5, 5, 7, 7}));
+}
+
+// Each query head of a GQA or MQA call, of every batch element, gives what
+// a call with that head alone and its group's key and value head gives,
+// bit for bit, in every numerics: a kernel that reuses one head's prepared
+// keys for another group's (or for the next batch element's) fails.
+TEST(ReferenceKernels, EachGroupedHeadIsItsOwnSingleHeadCall) {
+  const int64_t B = 2, Hq = 4, L = 3, E = 2;
+  const KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+  const KernelSet naive = make_reference_kernels("n", Numerics::naive);
+  for (const KernelSet* k : {&exact_kernels(), &emulated, &naive})
+    for (DType t : {DType::f32, DType::bf16})
+      for (int64_t Hkv : {2, 1}) {
+        auto filled = [&](Shape s, double phase) {
+          Tensor x(t, std::move(s));
+          for (size_t i = 0; i < x.data.size(); ++i)
+            x.data[i] = round_to(t, 2.0 * std::sin(phase + 0.9 * static_cast<double>(i)));
+          return x;
+        };
+        Tensor q = filled({B, Hq, L, E}, 0.1), kk = filled({B, Hkv, L, E}, 1.3), v = filled({B, Hkv, L, E}, 2.9);
+        Tensor grouped = run(*k, "aten.scaled_dot_product_attention.default", {q, kk, v}, {None{}, 0.0, false}, t,
+                             {B, Hq, L, E}, {{"enable_gqa", true}});
+        // The [1, 1, L, E] block of head h of batch element b.
+        auto block = [&](const Tensor& x, int64_t heads, int64_t b, int64_t h) {
+          Tensor r(t, {1, 1, L, E});
+          const auto from = x.data.begin() + (b * heads + h) * L * E;
+          std::copy(from, from + L * E, r.data.begin());
+          return r;
+        };
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t h = 0; h < Hq; ++h) {
+            const int64_t hk = h / (Hq / Hkv);
+            Tensor one = run(*k, "aten.scaled_dot_product_attention.default",
+                             {block(q, Hq, b, h), block(kk, Hkv, b, hk), block(v, Hkv, b, hk)},
+                             {None{}, 0.0, false}, t, {1, 1, L, E});
+            EXPECT_EQ(block(grouped, Hq, b, h).data, one.data)
+                << k->name() << " " << dtype_name(t) << " Hkv " << Hkv << " b " << b << " h " << h;
+          }
+      }
 }
 
 TEST(ReferenceKernels, SdpaFullyMaskedRowIsZero) {
