@@ -97,6 +97,23 @@ double round_to_other(DType t, double x) {
   return x;
 }
 
+void round_all_to(DType t, double* x, int64_t n) {
+  switch (t) {
+    case DType::f64: return;
+    case DType::f32:
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<double>(static_cast<float>(x[i]));
+      return;
+    case DType::f16:
+      for (int64_t i = 0; i < n; ++i) x[i] = round_binary<11, -14, 15>(x[i], 65504.0);
+      return;
+    case DType::bf16:
+      for (int64_t i = 0; i < n; ++i) x[i] = round_binary<8, -126, 127>(x[i], 0x1.fep127);
+      return;
+    default:
+      for (int64_t i = 0; i < n; ++i) x[i] = round_to_other(t, x[i]);
+  }
+}
+
 double unit_roundoff(DType t) {
   if (!is_floating(t)) return 0.0;
   return std::ldexp(1.0, -format_of(t).precision);

@@ -25,6 +25,10 @@ inline double round_to(DType t, double x) {
   return round_to_other(t, x);
 }
 
+/// round_to(t, x[i]) for each i < n, the type chosen once for the row:
+/// rows of 16-bit floats are rounded without a call per element.
+void round_all_to(DType t, double* x, int64_t n);
+
 /// Unit roundoff u = 2^-p of a floating type (f32: 2^-24, bf16: 2^-8).
 double unit_roundoff(DType t);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace sdpa {
 namespace {
@@ -106,6 +107,34 @@ TEST(DType, NegativeValuesThatRoundToZeroKeepTheirSign) {
   EXPECT_TRUE(std::signbit(round_to(DType::f16, -1e-10)));
   EXPECT_TRUE(std::signbit(round_to(DType::bf16, -1e-300)));
   EXPECT_FALSE(std::signbit(round_to(DType::bf16, 1e-300)));
+}
+
+}  // namespace
+}  // namespace sdpa
+
+namespace sdpa {
+namespace {
+
+// A row rounded at once is each element rounded alone, bit for bit, in
+// every type: every binade of double, ties, NaN, infinities and signed zeros.
+TEST(DType, RoundingARowIsRoundingEachElement) {
+  std::vector<double> row{0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0 + 0x1p-8, 1.0 + 0x1p-11, 2.5, -3.5, 127.5, 1e300};
+  uint64_t state = 99;
+  for (int e = -1074; e <= 1023; e += 7) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    row.push_back(std::ldexp(1.0 + static_cast<double>(state >> 11) * 0x1p-53, e) * ((state & 1) ? -1 : 1));
+  }
+  auto bits = [](double x) {
+    uint64_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return std::isnan(x) ? uint64_t{1} : b;  // every NaN alike
+  };
+  for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64, DType::b8}) {
+    std::vector<double> all = row;
+    round_all_to(t, all.data(), static_cast<int64_t>(all.size()));
+    for (size_t i = 0; i < row.size(); ++i)
+      ASSERT_EQ(bits(all[i]), bits(round_to(t, row[i]))) << dtype_name(t) << " " << row[i];
+  }
 }
 
 }  // namespace

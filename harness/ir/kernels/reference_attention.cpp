@@ -75,7 +75,7 @@ void matmul_block(Num n, DType acc_of, DType out, const double* x, const double*
   for (int64_t i = 0; i < m; ++i) {
     double* row = r + i * cols;
     rounded.sums(acc_of, x + i * kk, y, kk, cols, row);
-    for (int64_t j = 0; j < cols; ++j) row[j] = n.store(out, row[j]);
+    n.store_all(out, row, cols);
   }
 }
 
@@ -130,7 +130,8 @@ Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DTyp
     for (int64_t j = 0; j < len; ++j) total += static_cast<float>(p[j] = Num::exp_f32(x[j] - mx));
     sum = total;
   }
-  for (int64_t j = 0; j < len; ++j) p[j] = n.op(out, p[j] / sum);
+  for (int64_t j = 0; j < len; ++j) p[j] /= sum;
+  n.op_all(out, p, len);
   return sum;
 }
 
@@ -300,7 +301,7 @@ void weighted_values(Num n, DType t, DType out_dtype, const double* p, const dou
     return;
   }
   rounded.sums(t, p, v, keys, Ev, out);
-  for (int64_t e = 0; e < Ev; ++e) out[e] = n.store(out_dtype, out[e]);
+  n.store_all(out_dtype, out, Ev);
 }
 
 std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, Tensor* logsumexp = nullptr) {
@@ -366,12 +367,15 @@ std::vector<Tensor> sdpa(const KernelArgs& a, Num n, const AttentionArgs& call, 
         // Every key's q . k into score.
         if (n.exact()) {
           compensated_products(qr, keys_t.data(), s.E, s.Lkv, acc, score.data());
+          for (int64_t j = 0; j < s.Lkv; ++j) score[j] *= scale;
         } else {
-          for (int64_t e = 0; e < s.E; ++e) qs[e] = n.op(t, qr[e] * qf);
+          for (int64_t e = 0; e < s.E; ++e) qs[e] = qr[e] * qf;
+          n.op_all(t, qs.data(), s.E);
           rounded.sums(t, qs.data(), keys_t.data(), s.E, s.Lkv, score.data());
+          n.store_all(t, score.data(), s.Lkv);
         }
         for (int64_t j = 0; j < s.Lkv; ++j) {
-          double x = n.exact() ? score[j] * scale : n.store(t, score[j]);
+          double x = score[j];
           // Dropped keys get an additive -inf (aten's convert_boolean_attn_mask):
           // a NaN or +inf score stays NaN.
           if (causal && j > i + (call.bottom_right ? s.Lkv - s.Lq : 0)) x += kNegInf;

@@ -20,6 +20,15 @@ struct Num {
   double op(DType t, double x) const {
     return exact() ? x : round_to(t, round_to(accumulation_type(t), x));
   }
+  /// store() and op() of each of x[0..n), in place.
+  void store_all(DType t, double* x, int64_t n) const {
+    if (!exact()) round_all_to(t, x, n);
+  }
+  void op_all(DType t, double* x, int64_t n) const {
+    if (exact()) return;
+    round_all_to(accumulation_type(t), x, n);
+    round_all_to(t, x, n);
+  }
   /// A Python scalar as the op-math type of a t tensor sees it.
   double scalar(DType t, double s) const { return exact() ? s : round_to(accumulation_type(t), s); }
 
