@@ -33,21 +33,26 @@ Tensor unary(const Tensor& x, DType out, F f) {
   return r;
 }
 
-using Binary = double (*)(double, double);
-
-void add_binary(KernelSet& k, Num n, const std::string& name, Binary f) {
+// aten.<name>.Tensor and .Scalar: f on each pair of elements, then each
+// result rounded as the op's output (n.op), a row at a time. A template on
+// f, so that f inlines into the loop.
+template <typename F>
+void add_binary(KernelSet& k, Num n, const std::string& name, F f) {
   k.add("aten." + name + ".Tensor", [n, f](const KernelArgs& a) {
     DType t = a.out_dtype();
     double alpha = a.kwarg_real("alpha").value_or(1.0);
-    Binary g = f;
-    return one_output(broadcast_binary(a, a.tensor(0), a.tensor(1), t, [&](double x, double y) {
-      return n.op(t, g(x, alpha == 1.0 ? y : y * alpha));
-    }));
+    Tensor r = alpha == 1.0 ? broadcast_binary(a, a.tensor(0), a.tensor(1), t, f)
+                            : broadcast_binary(a, a.tensor(0), a.tensor(1), t,
+                                               [&](double x, double y) { return f(x, y * alpha); });
+    n.op_all(t, r.data.data(), r.numel());
+    return one_output(std::move(r));
   });
   k.add("aten." + name + ".Scalar", [n, f](const KernelArgs& a) {
     DType t = a.out_dtype();
     double s = n.scalar(t, a.real(1));
-    return one_output(unary(a.tensor(0), t, [&](double x) { return n.op(t, f(x, s)); }));
+    Tensor r = unary(a.tensor(0), t, [&](double x) { return f(x, s); });
+    n.op_all(t, r.data.data(), r.numel());
+    return one_output(std::move(r));
   });
 }
 

@@ -105,6 +105,34 @@ TEST(ReferenceKernels, SoftmaxOverAnInnerDimIsTheLastDimsSoftmaxTransposed) {
       }
 }
 
+// add, sub, mul and div, .Tensor (broadcast, with alpha) and .Scalar: each
+// element is the op in double rounded as the output dtype's op math gives
+// it (f32, then the dtype), in the emulated set; the exact set rounds not.
+TEST(ReferenceKernels, ElementwiseOpsRoundEachResultToTheOutputDtype) {
+  const KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+  const double third = 1.0 / 3.0;
+  Tensor x = tensor(DType::f64, {2, 2}, {1.0, 2.0, 3.0, 5.0});
+  Tensor row = tensor(DType::f64, {2}, {third, 7.0});
+  const std::vector<std::pair<std::string, double (*)(double, double)>> ops{
+      {"add", [](double a, double b) { return a + b; }},
+      {"sub", [](double a, double b) { return a - b; }},
+      {"mul", [](double a, double b) { return a * b; }},
+      {"div", [](double a, double b) { return a / b; }}};
+  for (const auto& [name, f] : ops)
+    for (DType t : {DType::f32, DType::bf16}) {
+      Tensor alpha = run(emulated, "aten." + name + ".Tensor", {x, row}, {}, t, {2, 2}, {{"alpha", 3.0}});
+      Tensor scalar = run(emulated, "aten." + name + ".Scalar", {x}, {third}, t, {2, 2});
+      Tensor exact = run(exact_kernels(), "aten." + name + ".Tensor", {x, row}, {}, t, {2, 2});
+      for (size_t i = 0; i < 4; ++i) {
+        const double y = row.data[i % 2];
+        EXPECT_EQ(alpha.data[i], round_to(t, round_to(DType::f32, f(x.data[i], y * 3.0)))) << name << i;
+        EXPECT_EQ(scalar.data[i], round_to(t, round_to(DType::f32, f(x.data[i], static_cast<float>(third)))))
+            << name << i;
+        EXPECT_EQ(exact.data[i], f(x.data[i], y)) << name << i;
+      }
+    }
+}
+
 TEST(ReferenceKernels, RepeatInterleaveVersusRepeat) {
   Tensor x = tensor(DType::f32, {2, 1}, {1.0, 2.0});
   EXPECT_EQ(run(exact_kernels(), "aten.repeat_interleave.self_int", {x}, {int64_t{2}, int64_t{0}}, DType::f32, {4, 1}).data,
