@@ -32,7 +32,7 @@ FloatFormat format_of(DType t) {
 // default (nearest-even) mode with two exact double operations; IEEE
 // arithmetic (no -ffast-math) keeps both (dtype_test checks ties).
 template <int precision, int emin, int emax>
-double round_binary(double x, double max_finite) {
+[[gnu::always_inline]] inline double round_binary(double x, double max_finite) {
   uint64_t bits;
   std::memcpy(&bits, &x, sizeof bits);
   const int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // |x| in [2^e, 2^(e+1))
