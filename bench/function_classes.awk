@@ -17,7 +17,7 @@ BEGIN {
           "memcpy|memmove|memcmp|strlen|basic_string|string::|_Rb_tree|uninit_copy|std::map|operator=|" \
           "to_aten|from_aten|permute|swap_heads|codes|int8_result")
   by_name("arithmetic: kernels, oracles, case data, comparison",
-          "sdpa::ref::|AttentionCall|row_facts|softmax|golden|round_to|ulp|ompensated|two_|exp_no_underflow|" \
+          "sdpa::ref::|AttentionCall|row_facts|softmax|golden|round_to|round_all_to|ulp|ompensated|two_|exp_no_underflow|" \
           "error_bound|compare_|structural|max_abs|key_norms|CounterStream|dropout_keep|mask_keeps|make_input|" \
           "make_mask|causal_keeps|matmul|FlashAttention|custom_sdpa_kernel|StandardSdpa|SplitK|cmsis|xnn|" \
           "Xnnpack|quantize|requantize|_stage|out_of_bound")
