@@ -103,12 +103,12 @@ Tensor matmul(const KernelArgs& a, Num n, const Tensor& x, const Tensor& y, DTyp
 }
 
 // One contiguous row of softmax, p[j] = exp(x[j] - mx) / total with each
-// exp taken once, into p; returns the total. The numerics' choices are made
+// exp taken once, into p; returns the total. `t`: the type exp and the sum
+// run in; `out`: the type p is stored as. The numerics' choices are made
 // once for the row, not per element (13% fewer instructions in an aten
 // case's _safe_softmax): the same operations, in the same order, as
-// Num::exp, Num::sum and Num::op give per element. `t`: the type exp and the sum run in,
-// `out`: the type p is stored as. Not inlined into sdpa(): there, the
-// running sum was kept on the stack.
+// Num::exp, Num::sum and Num::op give per element. Not inlined into
+// sdpa(): there, the running sum was kept on the stack.
 [[gnu::noinline]] double softmax_weights(Num n, DType t, DType out, const double* x, double mx, int64_t len, double* p) {
   if (n.exact()) {
     CompensatedSum total;
