@@ -133,21 +133,30 @@ class PatternRule {
     }
   }
 
-  bool keeps(int64_t flat) const {
-    const int64_t j = flat % at_.cols, i = (flat / at_.cols) % at_.rows;
+  /// Where one row of the mask lies: its first element's flat index, its
+  /// row i within a [rows, cols] slice, the slice and the batch element.
+  struct Row {
+    int64_t base, i, slice, batch;
+  };
+  Row row_at(int64_t base) const {
+    return {base, (base / at_.cols) % at_.rows, base / at_.slice_size, base / at_.batch_size};
+  }
+
+  /// Whether column j of row r is kept.
+  bool keeps(const Row& r, int64_t j) const {
+    const int64_t i = r.i;
     const auto p = static_cast<int64_t>(m_.param);
     switch (m_.pattern) {
       case MaskPattern::random:
-      case MaskPattern::full_row: return elements_.uniform01(static_cast<uint64_t>(flat)) < m_.param;
+      case MaskPattern::full_row: return elements_.uniform01(static_cast<uint64_t>(r.base + j)) < m_.param;
       case MaskPattern::causal: return j <= i;
       case MaskPattern::window: return j <= i && j > i - p;
       case MaskPattern::padding: return j < p;
       case MaskPattern::keep_all: return true;
       case MaskPattern::left_padding: return j >= p;
-      case MaskPattern::per_batch_padding: return j < valid_length(flat / at_.batch_size);
+      case MaskPattern::per_batch_padding: return j < valid_length(r.batch);
       case MaskPattern::block_sparse: {
-        const int64_t slice = flat / at_.slice_size;
-        const int64_t block = (slice * row_blocks_ + i / m_.block_rows) * key_blocks_ + j / m_.block_keys;
+        const int64_t block = (r.slice * row_blocks_ + i / m_.block_rows) * key_blocks_ + j / m_.block_keys;
         return blocks_.uniform01(static_cast<uint64_t>(block)) < m_.param;
       }
     }
@@ -193,8 +202,12 @@ std::vector<bool> mask_keeps(const Case& c, const Shape& shape) {
                                 ? static_cast<int64_t>(CounterStream(c.data.seed, "mask_row").bits(0) %
                                                        static_cast<uint64_t>(at.rows))
                                 : -1;
-  for (int64_t flat = 0; flat < n; ++flat)
-    keep[static_cast<size_t>(flat)] = (flat / at.cols) % at.rows != empty_row && rule.keeps(flat);
+  // Row by row: the divisions that place an element are made once a row.
+  for (int64_t base = 0; base < n; base += at.cols) {
+    const PatternRule::Row row = rule.row_at(base);
+    if (row.i == empty_row) continue;
+    for (int64_t j = 0; j < at.cols; ++j) keep[static_cast<size_t>(base + j)] = rule.keeps(row, j);
+  }
   return keep;
 }
 
