@@ -36,12 +36,10 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
   const double keep_factor = 1.0 / (1.0 - c.dropout_p);
   MatrixD scores, low, p(s.Lq, s.Lkv);  // reused by every (batch, head) block
   CompensatedRow acc;  // one output row's sums
-  std::vector<const double*> v_rows(s.Lkv);  // of the block's kv head
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       call.scores_into(b, h, scores, &low);
       const KeyNorms norms = key_norms(call, b, h);
-      for (int64_t j = 0; j < s.Lkv; ++j) v_rows[j] = call.value_row(b, h, j);
       double* dst = g.out.data.data() + (b * s.Hq + h) * s.Lq * s.Ev;
       for (int64_t i = 0; i < s.Lq; ++i) {
         const int64_t row = (b * s.Hq + h) * s.Lq + i;
@@ -65,7 +63,7 @@ Golden eigen_golden(const Case& c, const CaseTensors& t, const Assignment& at) {
           std::fill(out, out + s.Ev, 0.0);
           continue;
         }
-        compensated_row_products_from_first(pi, v_rows.data(), s.Lkv, s.Ev, acc, out);
+        compensated_row_products_from_first(pi, norms.v_rows.data(), s.Lkv, s.Ev, acc, out);
       }
     }
   g.cache = std::move(facts);

@@ -13,12 +13,13 @@ KeyNorms key_norms(const AttentionCall& call, int64_t b, int64_t h) {
   KeyNorms n;
   n.k.resize(s.Lkv);
   n.v.resize(s.Lkv);
+  n.v_rows.resize(s.Lkv);
   for (int64_t j = 0; j < s.Lkv; ++j) {
     const double* k = call.key_row(b, h, j);
     CompensatedSum sq;
     for (int64_t e = 0; e < s.E; ++e) sq.add(k[e] * k[e]);
     n.k[j] = std::sqrt(sq.value());
-    const double* v = call.value_row(b, h, j);
+    const double* v = n.v_rows[j] = call.value_row(b, h, j);
     double vmax = 0;  // a NaN makes it inf: the row's bound is then infinite
     for (int64_t e = 0; e < s.Ev; ++e) {
       const double a = std::fabs(v[e]);
@@ -59,7 +60,7 @@ RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, c
   if (s.Ev < kSideBySideOutputs) {
     thread_local std::vector<const double*> v;  // each weighted key's value row
     v.resize(s.Lkv);
-    for (int64_t j = 0; j < s.Lkv; ++j) v[j] = p[j] == 0 ? nullptr : call.value_row(b, h, j);
+    for (int64_t j = 0; j < s.Lkv; ++j) v[j] = p[j] == 0 ? nullptr : norms.v_rows[j];
     in_lane_groups(s.Ev, [&](int64_t e, auto lanes) {
       constexpr int N = decltype(lanes)::value;
       double w[N] = {};
@@ -75,7 +76,7 @@ RowFacts row_facts(const AttentionCall& call, int64_t b, int64_t h, int64_t i, c
   for (int64_t j = 0; j < s.Lkv; ++j) {
     if (p[j] == 0) continue;
     const double pj = p[j];
-    const double* v = call.value_row(b, h, j);
+    const double* v = norms.v_rows[j];
     for (int64_t e = 0; e < s.Ev; ++e) w[e] += pj * std::fabs(v[e]);
   }
   for (double x : w) r.W = fmax_inline(r.W, x);

@@ -13,9 +13,11 @@
 
 namespace sdpa {
 
-/// Per key of one (batch, head) block: |k_j| and max_e |v_je|.
+/// Per key of one (batch, head) block: |k_j|, max_e |v_je|, and v_j's row
+/// (looked up once for the block's rows, not once per row and key).
 struct KeyNorms {
   std::vector<double> k, v;
+  std::vector<const double*> v_rows;
 };
 KeyNorms key_norms(const AttentionCall& call, int64_t b, int64_t h);
 
