@@ -54,6 +54,13 @@ struct Reference {
 //   |dp|   += 2 eta                     (e and e*r rounded below the normals: p is absolute there)
 //   |dO|  <= 1.25 (|dp|/p + (U + 2) u) sum_u p |V| + eta (2 sum_u |V| + U)   (the P V GEMM; 1.25 covers
 //                                       second-order terms; eta per p and per GEMM step)
+// In f16, exp is 0 below the cutoff (the f16 raddstoreexpminusmax kernels
+// store no subnormal weight): a key whose L - max lies below the cutoff,
+// give or take 2 max |dL|, may lose its weight p (up to 2^-14 each) and
+// leave the others larger by the weight lost, F / sum:
+//   |dO|  += 1.25 (sum_flushed p |V| + (F / sum) sum_u p |V|)
+constexpr double kF16ExpCutoff = -0x1.368p+3;  // -9.703125: e^x below it is not a normal fp16
+
 Reference reference_sdpa(const SdpaOperatorCall& call) {
   const bool f16 = call.precision == Precision::f16;
   const double u = f16 ? 0x1p-11 + 0x1p-24 : 0x1p-24;
@@ -103,16 +110,23 @@ Reference reference_sdpa(const SdpaOperatorCall& call) {
           if (L[j] > -INFINITY) max_dL = std::max(max_dL, dL[j]);
         }
         const double rel_p = std::expm1(2 * max_dL) + (U + 8) * u;
+        // The keys f16's exp cutoff may zero, and the weight they hold.
+        const auto flushed = [&](int64_t j) { return f16 && L[j] - m < kF16ExpCutoff + 2 * max_dL; };
+        double F = 0;
+        for (int64_t j = 0; j < U; ++j)
+          if (flushed(j)) F += p[j];
         for (int64_t d = 0; d < D; ++d) {
-          double acc = 0, w = 0, v_abs = 0;
+          double acc = 0, w = 0, v_abs = 0, w_flushed = 0;
           for (int64_t j = 0; j < U; ++j) {
             const double v = in(call.value, (kv * U + j) * D + d);
             acc += p[j] / sum * v;
             w += p[j] / sum * std::fabs(v);
             v_abs += std::fabs(v);
+            if (flushed(j)) w_flushed += p[j] / sum * std::fabs(v);
           }
           r.out[o + d] = acc;
-          r.bound[o + d] = 1.25 * (rel_p + (U + 2) * u) * w + eta * (2 * v_abs + U);
+          r.bound[o + d] = 1.25 * (rel_p + (U + 2) * u) * w + eta * (2 * v_abs + U) +
+                           1.25 * (w_flushed + F / sum * w);
         }
       }
     }
@@ -463,9 +477,39 @@ TEST(XnnpackSdpaModel, ReferenceComparisonAllowsAnF16ProbabilityThatUnderflows) 
   EXPECT_EQ(xnnpack_sdpa_model(c).data[0], 0.0f);
   EXPECT_LT(ref.out[0], -6e-8);
   EXPECT_TRUE(violations(xnnpack_sdpa_model(c), ref).empty());
-  // The allowance is the underflow's and no more: 2 eta per |V| and one per GEMM step, 10 eta = 3.0e-7.
-  EXPECT_LT(ref.bound[0], 3.1e-7);
-  EXPECT_FALSE(violations(filled({1, 1, 1}, [](int64_t) { return -4.0e-7f; }), ref).empty());
+  // The allowance is the underflow's and the exp cutoff's (p1 is below it too) and no more: 2 eta
+  // per |V| and one per GEMM step, 10 eta = 3.0e-7, and 1.25 p1 |V1| = 7.6e-8 for the zeroed weight.
+  EXPECT_LT(ref.bound[0], 3.8e-7);
+  EXPECT_FALSE(violations(filled({1, 1, 1}, [](int64_t) { return -4.5e-7f; }), ref).empty());
+}
+
+// The f16 exp cutoff zeroes a weight of up to 2^-14: logits (0, -9.72), just below the cutoff
+// (-9.703125), V = (0, -4): the model gives 0 against the meaning's 4 e^-9.72 / (1 + e^-9.72) =
+// 2.4e-4, an error the rounding terms alone (about 1e-4 here) do not cover. The allowance is the
+// zeroed weight's, 1.25 p1 |V1|; a logit gap above the cutoff by more than the logits' error (-9.6)
+// gets none, and f32 (no cutoff this close) none either.
+TEST(XnnpackSdpaModel, ReferenceComparisonAllowsTheF16ExpCutoff) {
+  auto call = [](float gap, Precision p) {
+    SdpaOperatorCall c{filled({1, 1, 1}, [](int64_t) { return 1.0f; }), filled({2, 1}, [](int64_t) { return 0.0f; }),
+                       filled({2, 1}, [](int64_t u) { return u == 0 ? 0.0f : -4.0f; }),
+                       filled({1}, [](int64_t) { return 1.0f; }),
+                       filled({1, 2}, [gap](int64_t u) { return u == 0 ? 0.0f : gap; })};
+    c.precision = p;
+    return c;
+  };
+  const SdpaOperatorCall below = call(-9.72f, Precision::f16);
+  const Reference ref = reference_sdpa(below);
+  const double p1 = std::exp(double(round_to_half(-9.72f))) / (1 + std::exp(double(round_to_half(-9.72f))));
+  EXPECT_EQ(xnnpack_sdpa_model(below).data[0], 0.0f);
+  EXPECT_NEAR(ref.out[0], -4 * p1, 1e-12);
+  EXPECT_TRUE(violations(xnnpack_sdpa_model(below), ref).empty());
+  EXPECT_LT(ref.bound[0], 1.25 * 4 * p1 * 1.05);
+  EXPECT_FALSE(violations(filled({1, 1, 1}, [&](int64_t) { return float(-4 * p1 + 1.3 * 4 * p1); }), ref).empty());
+  for (const SdpaOperatorCall& kept : {call(-9.6f, Precision::f16), call(-9.72f, Precision::f32)}) {
+    const Reference r = reference_sdpa(kept);
+    EXPECT_LT(r.bound[0], 0.25 * std::fabs(r.out[0])) << "no allowance for a weight that is kept";
+    EXPECT_TRUE(violations(xnnpack_sdpa_model(kept), r).empty());
+  }
 }
 
 // The f16 exp kernels zero exp(x) below -9.703125, where it stops being a
