@@ -116,6 +116,12 @@ struct TargetRun {
 /// cases do not depend on the shard count.
 uint64_t case_seed(uint64_t campaign_seed, const std::string& target, int64_t iteration);
 
+/// In process, a campaign draws this many of its shard's cases in a run
+/// (the one to check and the next ones) whenever none is waiting: drawing
+/// one case between two checks finds the generators' code and data evicted
+/// by the check. A case depends only on its seed and size, so no case changes.
+constexpr int kCasesDrawnAhead = 16;
+
 TargetRun run_target_campaign(const Target& target, const ReferenceModel& reference,
                               const CaseGeneratorFactory& generators, const CampaignOptions& options);
 

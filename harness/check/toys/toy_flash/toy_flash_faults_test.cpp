@@ -309,6 +309,31 @@ TEST(CampaignJobs, WorkersDrawTheCasesThisProcessDraws) {
   EXPECT_EQ(cases_seen(true, 1), here);
 }
 
+// In process, the shard's cases are drawn kCasesDrawnAhead at a time, each
+// run before its first case is checked, and never past the campaign's end.
+TEST(CampaignInProcess, DrawsTheShardsNextCasesInARunBeforeCheckingOne) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  auto draws = std::make_shared<int64_t>(0);
+  CaseGeneratorFactory counting = [draws](const CaseSpace& s) {
+    rc::Gen<Case> inner = gen_case(GenPolicy::defaults(), s);
+    return rc::Gen<Case>([draws, inner](const rc::Random& random, int size) {
+      ++*draws;
+      return inner(random, size);
+    });
+  };
+  CampaignOptions o = campaign_options(5, 41, 0, false, 1);
+  o.shard = 1;
+  o.shards = 2;  // iterations 1, 3, ..., 39: 20 cases
+  std::vector<int64_t> drawn_when_checked;
+  o.on_case = [&](const Case&, const CaseResult&) { drawn_when_checked.push_back(*draws); };
+  run_target_campaign(*target, *fixture().reference, counting, o);
+  ASSERT_EQ(drawn_when_checked.size(), 20u);
+  EXPECT_EQ(drawn_when_checked[0], kCasesDrawnAhead);
+  EXPECT_EQ(drawn_when_checked[kCasesDrawnAhead - 1], kCasesDrawnAhead);
+  EXPECT_EQ(drawn_when_checked[kCasesDrawnAhead], 20);
+  EXPECT_EQ(drawn_when_checked.back(), 20);
+}
+
 // With summarize and on_summary and no on_case, a worker sends back each
 // case's summary and variant instead of the case: the command counts what
 // it would count from the cases themselves.
