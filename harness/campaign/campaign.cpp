@@ -263,8 +263,8 @@ class TargetCampaign {
   Generated drawn_ahead(int64_t i) {
     if (drawn_.empty() || drawn_.front().first != i) {
       drawn_.clear();
-      for (int64_t j = i; j < opt_.cases && drawn_.size() < static_cast<size_t>(kCasesDrawnAhead); j += opt_.shards)
-        drawn_.emplace_back(j, generate(j));
+      const auto run = static_cast<size_t>(kCasesDrawnAhead);
+      for (int64_t j = i; j < opt_.cases && drawn_.size() < run; j += opt_.shards) drawn_.emplace_back(j, generate(j));
     }
     Generated g = std::move(drawn_.front().second);
     drawn_.pop_front();
