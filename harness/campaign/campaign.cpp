@@ -59,10 +59,11 @@ class TargetCampaign {
     if (o.isolate)
       isolated_ = std::make_unique<IsolatedCases>(
           [this](const std::string&, const Options&) -> const Target& { return target_; }, r, o.limits,
-          std::max(o.jobs, 1), [this](uint64_t seed, int size, const CheckOptions& options) {
+          std::max(o.jobs, 1),
+          [this](uint64_t seed, int size, const CheckOptions& options) {
             // In the worker: this campaign as it was forked. The case goes
             // back only to an on_case hook; counting needs its summary.
-            Generated g = draw(seed, size);
+            Generated g = drawn(seed, size);
             IsolatedCases::Drawn d;
             d.result = check_here(g.c, options);
             d.result.timing.generate += g.gen_seconds;
@@ -72,7 +73,10 @@ class TargetCampaign {
             // A case the command will only count (one_case) goes back without what counting does not read.
             d.counted = !opt_.on_case && !worth_recording(d.result.verdict);
             return d;
-          });
+          },
+          // In the worker: the held requests' cases drawn in a run, as in process.
+          IsolatedCases::DrawAhead{[this](const std::vector<std::pair<uint64_t, int>>& draws) { draw_run(draws); },
+                                   static_cast<size_t>(kCasesDrawnAhead)});
   }
 
   TargetRun run() {
@@ -261,12 +265,39 @@ class TargetCampaign {
   // between two checks took about three times as long as drawing the same
   // case again at once (bench/ROUNDS.md, the seventeenth round).
   Generated drawn_ahead(int64_t i) {
-    if (drawn_.empty() || drawn_.front().first != i) {
-      drawn_.clear();
-      const auto run = static_cast<size_t>(kCasesDrawnAhead);
-      for (int64_t j = i; j < opt_.cases && drawn_.size() < run; j += opt_.shards) drawn_.emplace_back(j, generate(j));
+    if (drawn_.empty()) {
+      std::vector<std::pair<uint64_t, int>> run;
+      for (int64_t j = i; j < opt_.cases && run.size() < static_cast<size_t>(kCasesDrawnAhead); j += opt_.shards)
+        run.emplace_back(case_seed(opt_.seed, run_.target, j), size_of(j));
+      draw_run(run);
     }
-    Generated g = std::move(drawn_.front().second);
+    return drawn(case_seed(opt_.seed, run_.target, i), size_of(i));
+  }
+
+  // Draws the cases of `draws` (seed and size each) in a run, at most
+  // kCasesDrawnAhead, for drawn() to take in that order. A draw that throws
+  // ends the run; but for the first, it throws again when its case is taken.
+  void draw_run(const std::vector<std::pair<uint64_t, int>>& draws) {
+    drawn_.clear();
+    for (const auto& [seed, size] : draws) {
+      if (drawn_.size() == static_cast<size_t>(kCasesDrawnAhead)) break;
+      try {
+        drawn_.push_back({seed, size, draw(seed, size)});
+      } catch (...) {
+        if (drawn_.empty()) throw;
+        break;
+      }
+    }
+  }
+
+  // The case of seed and size: the next drawn in the run if it is that one,
+  // else drawn now (and the run dropped).
+  Generated drawn(uint64_t seed, int size) {
+    if (drawn_.empty() || drawn_.front().seed != seed || drawn_.front().size != size) {
+      drawn_.clear();
+      return draw(seed, size);
+    }
+    Generated g = std::move(drawn_.front().g);
     drawn_.pop_front();
     return g;
   }
@@ -409,7 +440,14 @@ class TargetCampaign {
   int64_t next_submit_ = 0;  // isolated: the next iteration to give the pool
   /// Isolated: iterations given to the pool, with their case and result once back.
   std::map<int64_t, std::unique_ptr<IsolatedCases::Ran>> ahead_;
-  std::deque<std::pair<int64_t, Generated>> drawn_;  // in process: iterations drawn ahead, in order
+  // Cases drawn in a run and not yet taken, oldest first: in process, the
+  // shard's next iterations; in a worker, those of the requests it holds.
+  struct Drawn {
+    uint64_t seed;
+    int size;
+    Generated g;
+  };
+  std::deque<Drawn> drawn_;
   std::set<std::string> seen_;      // signatures of recorded (shrunk) findings
   std::set<std::string> seen_raw_;  // signatures of failures before shrinking
 };

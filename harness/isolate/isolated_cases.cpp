@@ -37,24 +37,56 @@ std::string_view bytes_of(const nlohmann::json& j) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
+// A draw request's fields.
+struct DrawRequest {
+  uint64_t seed = 0;
+  int size = 0;
+  CheckOptions options;
+};
+
+DrawRequest read_draw(const nlohmann::json& d) {
+  WireReader in(bytes_of(d), "draw request");
+  DrawRequest r;
+  r.seed = in.u64();
+  const int64_t size = in.i64();
+  if (size < 0 || size > INT_MAX) throw std::runtime_error("draw request: a size of " + std::to_string(size));
+  r.size = static_cast<int>(size);
+  r.options = read_check_options(in);
+  in.finish();
+  return r;
+}
+
 Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const ReferenceModel& reference,
                              IsolatedCases::DrawAndCheck draw) {
   return [target_for = std::move(target_for), &reference, draw = std::move(draw)](const nlohmann::json& request) {
     if (auto d = request.find("draw"); d != request.end()) {
       if (!draw) throw std::logic_error("isolated cases: a draw request without a DrawAndCheck");
-      WireReader in(bytes_of(*d), "draw request");
-      const uint64_t seed = in.u64();
-      const int64_t size = in.i64();
-      if (size < 0 || size > INT_MAX) throw std::runtime_error("draw request: a size of " + std::to_string(size));
-      const CheckOptions options = read_check_options(in);
-      in.finish();
-      return drawn_reply(draw(seed, static_cast<int>(size), options));
+      const DrawRequest r = read_draw(*d);
+      return drawn_reply(draw(r.seed, r.size, r.options));
     }
     const Target& target =
         target_for(request.at("target").get<std::string>(), request.at("options").get<Options>());
     Case c = case_from_json(request.at("case"));
     return result_to_json(run_case(target, reference, c, check_options_from_json(request.at("check"))));
   };
+}
+
+// The worker's look at its held requests: the seeds and sizes of the draw
+// requests among them, in order, to draw ahead.
+WorkerLookahead draw_lookahead(IsolatedCases::DrawAhead ahead) {
+  if (!ahead.draw) return {};
+  const size_t depth = ahead.depth;
+  return {[ahead = std::move(ahead)](const std::vector<nlohmann::json>& requests) {
+            std::vector<std::pair<uint64_t, int>> draws;
+            for (const auto& request : requests) {
+              auto d = request.find("draw");
+              if (d == request.end()) break;
+              const DrawRequest r = read_draw(*d);  // a bad one throws: the look is dropped, the request answers
+              draws.emplace_back(r.seed, r.size);
+            }
+            ahead.draw(draws);
+          },
+          depth};
 }
 
 nlohmann::json case_request(const std::string& target, const Options& target_options, const Case& c,
@@ -68,9 +100,10 @@ nlohmann::json case_request(const std::string& target, const Options& target_opt
 }  // namespace
 
 IsolatedCases::IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits,
-                             int jobs, DrawAndCheck draw)
+                             int jobs, DrawAndCheck draw, DrawAhead ahead)
     : worker_(case_handler(target_for, reference, nullptr), limits),
-      pool_(jobs, case_handler(target_for, reference, std::move(draw)), limits, kCasesPerWorker, kReplyCoalesce) {}
+      pool_(jobs, case_handler(target_for, reference, std::move(draw)), limits, kCasesPerWorker, kReplyCoalesce,
+            draw_lookahead(std::move(ahead))) {}
 
 CaseResult IsolatedCases::result_of(std::variant<nlohmann::json, WorkerDeath> reply, bool& died) {
   died = false;

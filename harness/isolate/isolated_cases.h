@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "harness/check/check.h"
 #include "harness/isolate/worker.h"
@@ -38,8 +39,17 @@ class IsolatedCases {
   /// Draws the case of a seed and a size and checks it, in the worker
   /// (the campaign's generator and target, there by the fork).
   using DrawAndCheck = std::function<Drawn(uint64_t seed, int size, const CheckOptions& options)>;
+  /// Draws, in the worker, the cases of the draw requests it holds, each a
+  /// (seed, size), the one about to be checked first (up to `depth` of
+  /// them; WorkerLookahead), so that DrawAndCheck finds them drawn: a run
+  /// of draws keeps the generators in cache, one draw between two checks
+  /// does not. Optional.
+  struct DrawAhead {
+    std::function<void(const std::vector<std::pair<uint64_t, int>>& draws)> draw;
+    size_t depth;  // 0 in a value-initialized DrawAhead (no initializer here: the default argument below needs none)
+  };
   IsolatedCases(TargetLookup target_for, const ReferenceModel& reference, WorkerLimits limits, int jobs = 1,
-                DrawAndCheck draw = nullptr);
+                DrawAndCheck draw = nullptr, DrawAhead ahead = {});
 
   /// run_case(target, reference, c, options) as the worker computes it; an
   /// InputError it raises is rethrown here.

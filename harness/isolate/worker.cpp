@@ -128,6 +128,24 @@ bool FrameBuffer::next(int fd, nlohmann::json& out) {
   return true;
 }
 
+std::vector<nlohmann::json> FrameBuffer::held(size_t n) const {
+  std::vector<nlohmann::json> out;
+  size_t at = start_;
+  while (out.size() < n && end_ - at >= sizeof(uint64_t)) {
+    uint64_t size = 0;
+    std::memcpy(&size, bytes_.data() + at, sizeof size);
+    if (end_ - at - sizeof size < size) break;  // not yet whole
+    const uint8_t* first = bytes_.data() + at + sizeof size;
+    try {
+      out.push_back(message_of(first, first + size));
+    } catch (const std::exception&) {
+      break;
+    }
+    at += sizeof size + size;
+  }
+  return out;
+}
+
 void FrameBuffer::clear() { start_ = end_ = 0; }
 
 namespace {
@@ -161,14 +179,35 @@ void limit_memory(int64_t rss_limit_mb) {
   std::set_new_handler(out_of_memory);
 }
 
-[[noreturn]] void serve(int fd, const Worker::Handler& handler, const WorkerLimits& limits) {
+// Shows the look-ahead `request` and the requests held behind it, unless
+// an earlier look covered it; `covered`: requests behind the last one shown.
+void look_ahead(const WorkerLookahead& lookahead, const FrameBuffer& in, const nlohmann::json& request,
+                size_t& covered) {
+  if (!lookahead.see || lookahead.depth == 0) return;
+  if (covered > 0) {
+    --covered;
+    return;
+  }
+  std::vector<nlohmann::json> requests = {request};
+  for (auto& r : in.held(lookahead.depth - 1)) requests.push_back(std::move(r));
+  covered = requests.size() - 1;
+  try {
+    lookahead.see(requests);
+  } catch (...) {  // each request is still served on its own
+  }
+}
+
+[[noreturn]] void serve(int fd, const Worker::Handler& handler, const WorkerLimits& limits,
+                        const WorkerLookahead& lookahead) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed parent leaves no worker behind
   signal(SIGINT, SIG_IGN);  // Ctrl-C and a group's SIGTERM are the parent's to handle:
   signal(SIGTERM, SIG_IGN); // it stops after the case, and the worker goes with it
   limit_memory(limits.rss_limit_mb);
   nlohmann::json request;
   FrameBuffer in;
+  size_t covered = 0;
   while (in.next(fd, request)) {
+    look_ahead(lookahead, in, request, covered);
     nlohmann::json reply;
     try {
       reply["ok"] = handler(request);
@@ -195,7 +234,8 @@ std::string describe_exit(int status) {
   return "stopped";
 }
 
-Worker::Worker(Handler handler, WorkerLimits limits) : handler_(std::move(handler)), limits_(limits) {}
+Worker::Worker(Handler handler, WorkerLimits limits, WorkerLookahead lookahead)
+    : handler_(std::move(handler)), limits_(limits), lookahead_(std::move(lookahead)) {}
 
 Worker::~Worker() {
   if (pid_ > 0) {
@@ -216,7 +256,7 @@ void Worker::start() {
   if (pid < 0) throw std::runtime_error(std::string("worker: fork: ") + strerror(errno));
   if (pid == 0) {
     close(fds[0]);
-    serve(fds[1], handler_, limits_);
+    serve(fds[1], handler_, limits_, lookahead_);
   }
   close(fds[1]);
   pid_ = pid;

@@ -49,6 +49,10 @@ class FrameBuffer {
   /// file or on a read error. A frame declared longer than kMaxFrameBytes
   /// throws std::runtime_error before anything is allocated for it.
   bool next(int fd, nlohmann::json& out);
+  /// The messages of up to n frames held whole behind what next() has
+  /// taken, oldest first, without taking them (next() still returns each);
+  /// it stops at a frame that does not parse, which next() then reports.
+  std::vector<nlohmann::json> held(size_t n) const;
   void clear();
 
   static constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 30;
@@ -59,12 +63,24 @@ class FrameBuffer {
   size_t start_ = 0, end_ = 0;
 };
 
+/// A worker's look at the requests it holds: before it serves a request
+/// that no earlier look covered, `see` gets that request and up to depth - 1
+/// received behind it, oldest first, so that work they share can run
+/// together (a campaign draws their cases in a run). An exception `see`
+/// throws is dropped: each request is still served by the handler. Work
+/// done here counts against the request being served; a death here is
+/// that request's.
+struct WorkerLookahead {
+  std::function<void(const std::vector<nlohmann::json>& requests)> see;
+  size_t depth = 0;
+};
+
 class Worker {
  public:
   using Handler = std::function<nlohmann::json(const nlohmann::json& request)>;
   /// The handler runs in the worker process only; it must not rely on
   /// threads the parent started (fork copies only the calling thread).
-  Worker(Handler handler, WorkerLimits limits);
+  Worker(Handler handler, WorkerLimits limits, WorkerLookahead lookahead = {});
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -116,6 +132,7 @@ class Worker {
 
   Handler handler_;
   WorkerLimits limits_;
+  WorkerLookahead lookahead_;
   pid_t pid_ = -1;
   int fd_ = -1;  // the parent's end of the socket pair
   int64_t starts_ = 0;

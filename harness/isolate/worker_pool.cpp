@@ -16,11 +16,11 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 WorkerPool::WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth,
-                       std::chrono::microseconds coalesce)
+                       std::chrono::microseconds coalesce, const WorkerLookahead& lookahead)
     : depth_(depth), flush_at_(std::max(1, depth / 4)), coalesce_(coalesce) {
   if (jobs < 1) throw std::invalid_argument("WorkerPool: jobs must be at least 1");
   if (depth < 1) throw std::invalid_argument("WorkerPool: depth must be at least 1");
-  for (int i = 0; i < jobs; ++i) workers_.push_back(std::make_unique<Worker>(handler, limits));
+  for (int i = 0; i < jobs; ++i) workers_.push_back(std::make_unique<Worker>(handler, limits, lookahead));
   tags_.assign(workers_.size(), {});
 }
 

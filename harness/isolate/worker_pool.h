@@ -26,8 +26,9 @@ namespace sdpa {
 
 class WorkerPool {
  public:
+  /// `lookahead`: each worker's (Worker).
   WorkerPool(int jobs, const Worker::Handler& handler, WorkerLimits limits, int depth = 1,
-             std::chrono::microseconds coalesce = std::chrono::microseconds(0));
+             std::chrono::microseconds coalesce = std::chrono::microseconds(0), const WorkerLookahead& lookahead = {});
 
   int jobs() const { return static_cast<int>(workers_.size()); }
   /// Requests the pool holds at once: jobs times the depth.

@@ -180,6 +180,66 @@ TEST(FrameBuffer, TakesTheFramesOfOneReadInOrderAndWaitsForTheRestOfAFrame) {
   close(fds[0]);
 }
 
+// held() parses the frames behind the one taken without taking them, and
+// stops at a frame not yet whole.
+TEST(FrameBuffer, HeldFramesAreThoseBehindTheTakenOneAndStayToBeTaken) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::vector<uint8_t> bytes;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<uint8_t> f = msgpack_frame({{"i", i}});
+    bytes.insert(bytes.end(), f.begin(), f.end());
+  }
+  const std::vector<uint8_t> cut = msgpack_frame({{"i", 4}});
+  write_bytes(fds[1], bytes, 0, bytes.size());
+  write_bytes(fds[1], cut, 0, cut.size() - 1);  // the fifth frame but its last byte
+  FrameBuffer in;
+  nlohmann::json out;
+  EXPECT_TRUE(in.held(8).empty());  // nothing read yet
+  ASSERT_TRUE(in.next(fds[0], out));
+  EXPECT_EQ(out, nlohmann::json({{"i", 0}}));
+  const auto all = in.held(8);
+  ASSERT_EQ(all.size(), 3u);  // 1, 2, 3: the fifth is not whole
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(all[i], nlohmann::json({{"i", i + 1}}));
+  EXPECT_EQ(in.held(2).size(), 2u);
+  for (int i = 1; i < 4; ++i) {
+    ASSERT_TRUE(in.next(fds[0], out));
+    EXPECT_EQ(out, nlohmann::json({{"i", i}}));
+  }
+  write_bytes(fds[1], cut, cut.size() - 1, cut.size());
+  ASSERT_TRUE(in.next(fds[0], out));
+  EXPECT_EQ(out, nlohmann::json({{"i", 4}}));
+  close(fds[0]);
+  close(fds[1]);
+}
+
+// A worker's look-ahead sees each request once, with those held behind it
+// up to its depth; one that throws leaves every request answered.
+TEST(Worker, ALookaheadSeesEachRequestOnceWithThoseHeldBehindIt) {
+  // In the worker: the requests each look saw, by "i"; every reply carries them.
+  static nlohmann::json looks = nlohmann::json::array();
+  WorkerLookahead lookahead{[](const std::vector<nlohmann::json>& requests) {
+                              nlohmann::json ids = nlohmann::json::array();
+                              for (const auto& r : requests) ids.push_back(r.at("i"));
+                              looks.push_back(ids);
+                              if (requests.size() == 2) throw std::runtime_error("a look that fails");
+                            },
+                            3};
+  Worker w([](const nlohmann::json&) { return looks; }, {}, lookahead);
+  for (int i = 0; i < 5; ++i) w.submit({{"i", i}});
+  w.flush();  // one write: the worker's first read holds all five
+  std::vector<nlohmann::json> replies;
+  while (replies.size() < 5) {
+    if (auto reply = w.collect(true)) replies.push_back(std::get<nlohmann::json>(*reply));
+  }
+  const nlohmann::json first = nlohmann::json::parse("[[0, 1, 2]]");
+  const nlohmann::json second = nlohmann::json::parse("[[0, 1, 2], [3, 4]]");
+  EXPECT_EQ(replies[0], first);
+  EXPECT_EQ(replies[2], first);
+  EXPECT_EQ(replies[3], second);
+  EXPECT_EQ(replies[4], second);
+}
+
 // A frame declared past the limit is an error before its bytes are held.
 TEST(FrameBuffer, RefusesAFrameLongerThanItsLimit) {
   int fds[2];

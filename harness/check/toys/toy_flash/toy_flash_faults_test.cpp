@@ -334,6 +334,36 @@ TEST(CampaignInProcess, DrawsTheShardsNextCasesInARunBeforeCheckingOne) {
   EXPECT_EQ(drawn_when_checked.back(), 20);
 }
 
+// A worker draws the cases of the requests it holds in a run (up to
+// kCasesDrawnAhead), each once: some case is checked after later ones were
+// drawn, and one worker draws no case twice.
+TEST(CampaignJobs, AWorkerDrawsTheCasesItHoldsInARun) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  auto draws = std::make_shared<int64_t>(0);  // in the worker: its own count
+  CaseGeneratorFactory counting = [draws](const CaseSpace& s) {
+    rc::Gen<Case> inner = gen_case(GenPolicy::defaults(), s);
+    return rc::Gen<Case>([draws, inner](const rc::Random& random, int size) {
+      ++*draws;
+      return inner(random, size);
+    });
+  };
+  CampaignOptions o = campaign_options(5, 60, 0, true, 1);
+  o.summarize = [draws](const Case&) { return std::to_string(*draws); };  // in the worker, after the check
+  std::vector<int64_t> drawn_when_checked;
+  o.on_summary = [&](const std::string& s, const CaseResult&) { drawn_when_checked.push_back(std::stoll(s)); };
+  run_target_campaign(*target, *fixture().reference, counting, o);
+  ASSERT_EQ(drawn_when_checked.size(), 60u);
+  int64_t most_ahead = 0;
+  for (size_t k = 0; k < drawn_when_checked.size(); ++k) {
+    const int64_t ahead = drawn_when_checked[k] - static_cast<int64_t>(k + 1);
+    EXPECT_GE(ahead, 0) << k;
+    EXPECT_LT(ahead, kCasesDrawnAhead) << k;
+    most_ahead = std::max(most_ahead, ahead);
+  }
+  EXPECT_GT(most_ahead, 0);
+  EXPECT_EQ(drawn_when_checked.back(), 60);
+}
+
 // With summarize and on_summary and no on_case, a worker sends back each
 // case's summary and variant instead of the case: the command counts what
 // it would count from the cases themselves.
