@@ -63,9 +63,10 @@ void read_strided(const at::Tensor& a, size_t n, std::vector<double>& out) {
   const at::IntArrayRef sizes = a.sizes(), strides = a.strides();
   std::vector<int64_t> index(sizes.size(), 0);
   int64_t offset = 0;
-  out.reserve(n);
+  out.resize(n);
+  double* to = out.data();  // written in place: a push_back per element was not always inlined
   for (size_t i = 0; i < n; ++i) {
-    out.push_back(static_cast<double>(base[offset]));
+    to[i] = static_cast<double>(base[offset]);
     // The next index, the last dim fastest; a dim that wraps goes back to 0.
     for (size_t d = sizes.size(); d-- > 0;) {
       if (++index[d] < sizes[d]) {
@@ -207,7 +208,10 @@ at::Tensor composed_sdpa(const KernelArgs& a) {
   return at::matmul(attn, v);
 }
 
-at::Tensor sdpa(const KernelArgs& a) {
+// attn_mask, dropout_p and is_causal by position or keyword (KernelArgs::bound).
+at::Tensor sdpa(const KernelArgs& call) {
+  std::optional<KernelArgs> storage;
+  const KernelArgs& a = call.bound(3, {"attn_mask", "dropout_p", "is_causal"}, storage);
   int64_t hq = a.tensor(0).size(-3), hkv = a.tensor(1).size(-3);
   bool grouped = a.kwarg_flag("enable_gqa", false) && hq != hkv && hkv != 1;
   if (a.kwarg_real("scale") || a.real(4, 0.0) > 0 || grouped) return composed_sdpa(a);

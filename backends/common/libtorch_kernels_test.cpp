@@ -57,6 +57,37 @@ TEST(LibtorchKernels, FusedOpGivesNanForAFullyMaskedRow) {
   EXPECT_EQ(nan_rows, 1);
 }
 
+// attn_mask, dropout_p and is_causal passed by keyword mean what they mean
+// by position, on LibTorch's fused op and on the composition (an explicit
+// scale); both ways at once is refused.
+TEST(LibtorchKernels, SdpaTakesMaskDropoutAndCausalByKeyword) {
+  for (bool scaled : {false, true}) {
+    Case c = masked_case(DType::f32);
+    if (scaled) c.scale = 0.25;
+    const Graph positional = sdpa_entry_graph(c);
+    Graph keyword = positional;
+    int sdpa = -1;
+    for (size_t i = 0; i < keyword.nodes.size(); ++i)
+      if (keyword.nodes[i].op == "aten.scaled_dot_product_attention.default") sdpa = static_cast<int>(i);
+    ASSERT_GE(sdpa, 0);
+    Node& n = keyword.nodes[sdpa];
+    ASSERT_GE(n.args.size(), 4u);
+    const std::vector<std::string> names = {"attn_mask", "dropout_p", "is_causal"};
+    for (size_t a = 3; a < n.args.size(); ++a) n.kwargs.emplace_back(names.at(a - 3), n.args[a]);
+    n.args.resize(3);
+    const Tensor by_position = interpret(positional, libtorch_kernels(), inputs(c), {}).outputs[0];
+    const Tensor by_keyword = interpret(keyword, libtorch_kernels(), inputs(c), {}).outputs[0];
+    ASSERT_EQ(by_position.data.size(), by_keyword.data.size());
+    for (size_t i = 0; i < by_position.data.size(); ++i)  // NaN rows included (the fused op's fully masked row)
+      EXPECT_TRUE(by_position.data[i] == by_keyword.data[i] ||
+                  (std::isnan(by_position.data[i]) && std::isnan(by_keyword.data[i])))
+          << "scaled " << scaled << " at " << i;
+    Graph both = positional;
+    both.nodes[sdpa].kwargs.emplace_back("attn_mask", both.nodes[sdpa].args[3]);
+    EXPECT_THROW(interpret(both, libtorch_kernels(), inputs(c), {}), std::exception);
+  }
+}
+
 TEST(LibtorchKernels, HalfIsUnsupportedNotComputedAnotherWay) {
   Case c = masked_case(DType::f16);
   Graph d = MathDecompositionPass(Mutant::none).run(sdpa_entry_graph(c), c.shape_env()).graph;

@@ -285,16 +285,28 @@ int64_t q_split_size(int64_t Lq) {
   return 32;
 }
 
+namespace {
+
+// The call with its arguments bound (KernelArgs::bound).
+std::vector<Tensor> custom_sdpa(const KernelArgs& a, Numerics numerics, KernelFault fault, int64_t threads) {
+  const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+  const Tensor* mask = a.optional_tensor(4);
+  if (mask && a.flag(6, false)) recoverable("attn_mask and is_causal cannot be set at the same time");
+  validate_args(q, k, v, mask);
+  if (q.dtype == DType::i8)
+    throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
+  (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
+  return one_output(FlashAttention(a, numerics, fault, threads).run());
+}
+
+}  // namespace
+
 KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault, int64_t threads) {
-  return [numerics, fault, threads](const KernelArgs& a) {
-    const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
-    const Tensor* mask = a.optional_tensor(4);
-    if (mask && a.flag(6, false)) recoverable("attn_mask and is_causal cannot be set at the same time");
-    validate_args(q, k, v, mask);
-    if (q.dtype == DType::i8)
-      throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
-    (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
-    return one_output(FlashAttention(a, numerics, fault, threads).run());
+  return [numerics, fault, threads](const KernelArgs& call) {
+    // The schema's parameters after value are positional-or-keyword.
+    std::optional<KernelArgs> storage;
+    return custom_sdpa(call.bound(3, {"start_pos", "attn_mask", "drpout_p", "is_causal", "scale"}, storage),
+                       numerics, fault, threads);
   };
 }
 

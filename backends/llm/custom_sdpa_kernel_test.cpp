@@ -38,6 +38,7 @@ struct Call {
   double dropout = 0.0;
   bool causal = false;
   std::optional<double> scale;
+  bool by_keyword = false;  // start_pos and after passed as keyword arguments
 };
 
 Tensor run(const Call& c, Numerics n = Numerics::emulated, KernelFault fault = {}, int64_t threads = 1) {
@@ -51,9 +52,15 @@ Tensor run(const Call& c, Numerics n = Numerics::emulated, KernelFault fault = {
     mask = g.placeholder("mask", {c.mask->dtype, sym(c.mask->shape)});
     in["mask"] = *c.mask;
   }
-  g.outputs = {g.call(kCustomSdpaOp, {q, k, v, c.start_pos, mask, c.dropout, c.causal,
-                                      c.scale ? Arg(*c.scale) : Arg(None{})},
-                      {}, {{c.q.dtype, sym(c.q.shape)}})};
+  const Arg scale = c.scale ? Arg(*c.scale) : Arg(None{});
+  std::vector<Arg> args = {q, k, v, c.start_pos, mask, c.dropout, c.causal, scale};
+  std::vector<std::pair<std::string, Arg>> kwargs;
+  if (c.by_keyword) {
+    args.resize(3);
+    kwargs = {{"scale", scale}, {"is_causal", c.causal}, {"attn_mask", mask}, {"start_pos", c.start_pos},
+              {"drpout_p", c.dropout}};
+  }
+  g.outputs = {g.call(kCustomSdpaOp, args, kwargs, {{c.q.dtype, sym(c.q.shape)}})};
   KernelSet ks("t");
   ks.add(kCustomSdpaOp, custom_sdpa_kernel(n, fault, threads));
   return interpret(g, ks, in, {}).outputs[0];
@@ -87,6 +94,26 @@ TEST(CustomSdpa, WithoutAMaskKeysPastStartPosPlusLqAreCut) {
 // has_attn_mask = has_value() && numel() > 0: a [0, Lkv] mask adds nothing,
 // yet its presence turns truncation off, so all 5 keys are attended where
 // no mask keeps 2 (WithoutAMaskKeysPastStartPosPlusLqAreCut).
+// The schema's parameters after value are positional-or-keyword: passed by
+// keyword, in any order, they mean what they mean by position.
+TEST(CustomSdpa, StartPosMaskCausalAndScaleByKeywordMeanWhatTheyMeanByPosition) {
+  Call masked{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 4, 1, 1, kf), bshd(DType::f32, 4, 1, 1, vf)};
+  masked.mask = tensor(DType::f32, {2, 4}, {0, -INFINITY, 0, 0, 0, 0, -INFINITY, 0});
+  masked.scale = 0.5;
+  Call causal{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 5, 1, 1, kf), bshd(DType::f32, 5, 1, 1, vf)};
+  causal.start_pos = 2;
+  causal.causal = true;
+  for (Call c : {masked, causal}) {
+    const Tensor by_position = run(c, Numerics::exact);
+    c.by_keyword = true;
+    EXPECT_EQ(run(c, Numerics::exact).data, by_position.data);
+  }
+  Call cut = causal;  // start_pos matters: 0 cuts more keys
+  cut.start_pos = 0;
+  cut.by_keyword = true;
+  EXPECT_NE(run(cut, Numerics::exact).data, run(causal, Numerics::exact).data);
+}
+
 TEST(CustomSdpa, AnEmptyMaskAttendsEveryKey) {
   Call c{bshd(DType::f32, 2, 1, 1, qf), bshd(DType::f32, 5, 1, 1, kf), bshd(DType::f32, 5, 1, 1, vf),
          Tensor(DType::f32, {0, 5})};

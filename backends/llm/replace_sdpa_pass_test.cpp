@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "backends/llm/custom_sdpa_kernel.h"
+#include "backends/llm/llm_kernels.h"
+#include "harness/case/tensor_data.h"
+#include "harness/ir/interpreter.h"
 #include "harness/ir/graph_printer.h"
 #include "harness/ir/graph_verify.h"
 
@@ -45,6 +51,36 @@ TEST(UpstreamPass, RewritesToCustomSdpaWithStartPosZero) {
             std::string::npos)
       << text;
   EXPECT_EQ(r.graph.count("aten.transpose.int"), 4);
+}
+
+// _extract_args reads attn_mask positionally only (semantics §2.1 item 1):
+// a graph that passes it by keyword is rewritten without it, and the
+// rewrite changes what the graph computes, which the exact runs show (the
+// reference kernels bind the keyword as aten does).
+TEST(UpstreamPass, AKeywordMaskIsDroppedAndTheExactRunsDiffer) {
+  Case c = base();
+  c.mask = MaskSpec{DType::b8, {SymExpr(3), SymExpr(3)}, MaskPattern::causal};
+  Graph entry = sdpa_entry_graph(c);
+  for (Node& n : entry.nodes) {
+    if (n.op != kSdpaOp) continue;
+    ASSERT_GE(n.args.size(), 4u);
+    n.kwargs.emplace_back("attn_mask", n.args[3]);
+    n.args.resize(3);
+  }
+  RewriteControl control;
+  Pass::Result r = ReplaceSdpaWithCustomSdpaPass(upstream()).run(entry, c.shape_env(), control);
+  ASSERT_TRUE(r.decisions[0].rewrite);
+  const std::string text = print_graph(r.graph);
+  EXPECT_NE(text.find("%v_bshd_contiguous, 0, None, 0.0, False, None)"), std::string::npos) << text;
+  CaseTensors t = make_case_tensors(c, {});
+  const std::map<std::string, Tensor> in = {{"q", t.q}, {"k", t.k}, {"v", t.v}, {"attn_mask", *t.mask}};
+  const KernelSet exact = exact_custom_ops();
+  const Tensor before = interpret(entry, exact, in, {}).outputs[0];
+  const Tensor after = interpret(r.graph, exact, in, {}).outputs[0];
+  ASSERT_EQ(before.shape, after.shape);
+  double largest = 0;
+  for (int64_t i = 0; i < before.numel(); ++i) largest = std::max(largest, std::fabs(before.data[i] - after.data[i]));
+  EXPECT_GT(largest, 1e-3);  // the causal mask's keys count again
 }
 
 TEST(UpstreamPass, HasNoGuardOnLengthsOrDropout) {

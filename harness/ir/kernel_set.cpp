@@ -60,6 +60,29 @@ const Value* KernelArgs::kwarg(const std::string& key) const {
   return nullptr;
 }
 
+const KernelArgs& KernelArgs::bound(size_t first, std::initializer_list<const char*> params,
+                                    std::optional<KernelArgs>& storage) const {
+  const KernelArgs* b = this;
+  size_t p = 0;
+  for (const char* name : params) {
+    const size_t at = first + p++;
+    // Compared as they are (kwarg() would build a string per name).
+    auto given = std::find_if(b->kwargs.begin(), b->kwargs.end(), [&](const auto& kv) { return kv.first == name; });
+    if (given == b->kwargs.end()) continue;
+    const Value* v = &given->second;
+    if (at < b->args.size())
+      throw GraphError("%" + node.name + " (" + node.op + "): got multiple values for argument '" + name +
+                       "' (argument " + std::to_string(at) + " and a keyword)");
+    if (b == this) b = &storage.emplace(*this);  // copied only for a call that needs it
+    KernelArgs& moved = *storage;
+    moved.args.resize(at + 1, None{});
+    moved.args[at] = *v;
+    moved.kwargs.erase(std::find_if(moved.kwargs.begin(), moved.kwargs.end(),
+                                    [&](const auto& kv) { return kv.first == name; }));
+  }
+  return *b;
+}
+
 std::optional<double> KernelArgs::kwarg_real(const std::string& key) const {
   const Value* v = kwarg(key);
   if (!v || std::holds_alternative<None>(*v)) return std::nullopt;

@@ -2,6 +2,7 @@
 /// A kernel set: the implementation of each op a target may hold. An op the
 /// set lacks is `unsupported`, never computed another way.
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -59,6 +60,15 @@ class KernelArgs {
   std::vector<int64_t> ints(size_t i) const;
 
   const Value* kwarg(const std::string& key) const;
+  /// The call as PyTorch binds it, into `storage` when it passes one of
+  /// `params` by keyword (else this call itself): `params` names the op's
+  /// positional-or-keyword parameters at positions first, first + 1, ...;
+  /// one given by keyword is read at its position (None fills positions
+  /// before it that were not given). A parameter given both ways throws
+  /// GraphError, as PyTorch refuses the call ("got multiple values for
+  /// argument").
+  const KernelArgs& bound(size_t first, std::initializer_list<const char*> params,
+                          std::optional<KernelArgs>& storage) const;
   std::optional<double> kwarg_real(const std::string& key) const;
   bool kwarg_flag(const std::string& key, bool fallback) const;
   std::optional<DType> kwarg_dtype(const std::string& key) const;

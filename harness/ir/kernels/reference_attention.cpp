@@ -234,8 +234,11 @@ struct AttentionArgs {
   bool gqa = false;
 };
 
-// aten.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, *, scale, enable_gqa)
-AttentionArgs sdpa_args(const KernelArgs& a) {
+// aten.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, *, scale, enable_gqa):
+// attn_mask, dropout_p and is_causal by position or keyword.
+AttentionArgs sdpa_args(const KernelArgs& call) {
+  std::optional<KernelArgs> storage;
+  const KernelArgs& a = call.bound(3, {"attn_mask", "dropout_p", "is_causal"}, storage);
   AttentionArgs r;
   r.mask = a.optional_tensor(3);
   r.dropout_p = a.real(4, 0.0);
@@ -250,7 +253,9 @@ AttentionArgs sdpa_args(const KernelArgs& a) {
 // aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, return_debug_mask, *, scale):
 // no mask; a direct call aligns causal bottom-right (FA2; with Lq == 1 that
 // keeps every key, as FA2 turns causal off there); heads grouped like GQA.
-AttentionArgs flash_args(const KernelArgs& a) {
+AttentionArgs flash_args(const KernelArgs& call) {
+  std::optional<KernelArgs> storage;
+  const KernelArgs& a = call.bound(3, {"dropout_p", "is_causal", "return_debug_mask"}, storage);
   AttentionArgs r;
   r.dropout_p = a.real(3, 0.0);
   r.causal = a.flag(4, false);
@@ -261,7 +266,8 @@ AttentionArgs flash_args(const KernelArgs& a) {
 }
 
 // The efficient and cuDNN ops share (q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal):
-// an additive bias and causal may come together (both applied), causal aligned top-left.
+// an additive bias and causal may come together (both applied), causal aligned top-left. `a`
+// bound (KernelArgs::bound): those by position or keyword.
 AttentionArgs bias_call_args(const KernelArgs& a) {
   AttentionArgs r;
   r.mask = a.optional_tensor(3);
@@ -272,14 +278,20 @@ AttentionArgs bias_call_args(const KernelArgs& a) {
 }
 
 // aten._scaled_dot_product_efficient_attention: causal is CustomMaskType::CausalFromTopLeft; no GQA.
-AttentionArgs efficient_args(const KernelArgs& a) {
+AttentionArgs efficient_args(const KernelArgs& call) {
+  std::optional<KernelArgs> storage;
+  const KernelArgs& a = call.bound(3, {"attn_bias", "compute_log_sumexp", "dropout_p", "is_causal"}, storage);
   if (a.tensor(0).dim() >= 3 && a.tensor(0).size(-3) != a.tensor(1).size(-3))
     refuse(a, "_scaled_dot_product_efficient_attention: query and key head counts differ (no GQA)");
   return bias_call_args(a);
 }
 
-// aten._scaled_dot_product_cudnn_attention: MHA.cpp's set_causal_mask(is_causal) is top-left; GQA grouped.
-AttentionArgs cudnn_args(const KernelArgs& a) {
+// aten._scaled_dot_product_cudnn_attention (its return_debug_mask follows is_causal): MHA.cpp's
+// set_causal_mask(is_causal) is top-left; GQA grouped.
+AttentionArgs cudnn_args(const KernelArgs& call) {
+  std::optional<KernelArgs> storage;
+  const KernelArgs& a =
+      call.bound(3, {"attn_bias", "compute_log_sumexp", "dropout_p", "is_causal", "return_debug_mask"}, storage);
   AttentionArgs r = bias_call_args(a);
   r.gqa = true;
   return r;

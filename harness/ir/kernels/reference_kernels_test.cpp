@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "harness/ir/interpreter.h"
 
@@ -198,6 +199,70 @@ TEST(ReferenceKernels, EachGroupedHeadIsItsOwnSingleHeadCall) {
                 << k->name() << " " << dtype_name(t) << " Hkv " << Hkv << " b " << b << " h " << h;
           }
       }
+}
+
+// attn_mask, dropout_p and is_causal are positional-or-keyword in aten's
+// schemas (and attn_bias, compute_log_sumexp in the efficient op's): a call
+// passing them by keyword means what the positional call means, and one
+// passing a parameter both ways is refused, as PyTorch refuses it.
+TEST(ReferenceKernels, AttentionTakesItsParametersByPositionOrKeyword) {
+  const int64_t L = 3, E = 2;
+  Tensor q(DType::f32, {1, 2, L, E}), k(DType::f32, {1, 2, L, E}), v(DType::f32, {1, 2, L, E});
+  for (size_t i = 0; i < q.data.size(); ++i) {
+    q.data[i] = std::sin(0.7 * static_cast<double>(i));
+    k.data[i] = std::cos(1.1 * static_cast<double>(i));
+    v.data[i] = static_cast<double>(i % 5) - 2.0;
+  }
+  Tensor mask = tensor(DType::b8, {L, L}, {1, 0, 1, 1, 1, 0, 0, 1, 1});
+  using Kwargs = std::vector<std::pair<std::string, Arg>>;
+  // One call of `op` on q, k, v (and the mask, where `mask_at` says: an
+  // argument index, or -1 for keyword `mask_key`), then `extra` and `kwargs`.
+  auto call = [&](const KernelSet& ks, const std::string& op, int mask_at, const std::string& mask_key,
+                  std::vector<Arg> extra, Kwargs kwargs) {
+    Graph g;
+    std::vector<Arg> args;
+    std::map<std::string, Tensor> bound;
+    for (const auto& [name, t] : std::vector<std::pair<std::string, const Tensor*>>{{"q", &q}, {"k", &k}, {"v", &v}}) {
+      args.push_back(g.placeholder(name, {t->dtype, sym(t->shape)}));
+      bound[name] = *t;
+    }
+    if (mask_at != -2) {
+      ValueRef m = g.placeholder("mask", {mask.dtype, sym(mask.shape)});
+      bound["mask"] = mask;
+      if (mask_at >= 0) args.push_back(m);
+      else kwargs.emplace_back(mask_key, m);
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<ValueInfo> outs = {{DType::f32, sym({1, 2, L, E})}};
+    if (op != "aten.scaled_dot_product_attention.default") outs.push_back({DType::f32, sym({1, 2, L})});
+    g.outputs = {g.call(op, args, kwargs, outs)};
+    return interpret(g, ks, bound, {}).outputs[0].data;
+  };
+  const std::string sdpa = "aten.scaled_dot_product_attention.default";
+  const std::string flash = "aten._scaled_dot_product_flash_attention.default";
+  const std::string efficient = "aten._scaled_dot_product_efficient_attention.default";
+  const KernelSet emulated = make_reference_kernels("e", Numerics::emulated);
+  for (const KernelSet* ks : {&exact_kernels(), &emulated}) {
+    const auto masked = call(*ks, sdpa, 3, "", {0.0, false}, {});
+    EXPECT_EQ(call(*ks, sdpa, -1, "attn_mask", {}, {}), masked) << ks->name();
+    EXPECT_EQ(call(*ks, sdpa, -1, "attn_mask", {}, {{"is_causal", false}, {"dropout_p", 0.0}}), masked);
+    EXPECT_NE(call(*ks, sdpa, -2, "", {}, {}), masked);  // the mask matters
+    const auto causal = call(*ks, sdpa, -2, "", {None{}, 0.0, true}, {});
+    EXPECT_EQ(call(*ks, sdpa, -2, "", {}, {{"is_causal", true}}), causal) << ks->name();
+    EXPECT_EQ(call(*ks, sdpa, -2, "", {None{}}, {{"is_causal", true}}), causal);
+    EXPECT_NE(call(*ks, sdpa, -2, "", {}, {}), causal);
+    EXPECT_EQ(call(*ks, flash, -2, "", {}, {{"is_causal", true}}), call(*ks, flash, -2, "", {0.0, true}, {}));
+    const auto biased = call(*ks, efficient, 3, "", {true, 0.0, true}, {});
+    EXPECT_EQ(call(*ks, efficient, -1, "attn_bias", {}, {{"compute_log_sumexp", true}, {"is_causal", true}}), biased);
+    EXPECT_EQ(call(*ks, efficient, 3, "", {true}, {{"is_causal", true}}), biased);
+    try {
+      call(*ks, sdpa, 3, "", {}, {{"attn_mask", None{}}});
+      ADD_FAILURE() << "a mask given by position and by keyword was taken";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("got multiple values for argument 'attn_mask'"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(ReferenceKernels, SdpaFullyMaskedRowIsZero) {
