@@ -17,12 +17,19 @@ namespace sdpa::cortex_m::cmsis {
 
 namespace {
 
+// MVE's floating-point instructions run under the Standard FPSCR value
+// (default NaN, flush-to-zero, round to nearest): a subnormal operand is
+// taken as a zero of its sign.
+float flushed(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; }
+
 // One Helium lane: the "magic number" conversion. The float's bits less
 // 0x4B400000 are round(x·inv_scale) while |x·inv_scale| < 2^22; the int32
-// and int16 steps wrap as vsubq_s32 and vmovnbq_s32 do.
+// and int16 steps wrap as vsubq_s32 and vmovnbq_s32 do. The operands are
+// flushed (a subnormal x, or the reciprocal of a scale above 8.5e37, is 0);
+// the result cannot be subnormal (it is 0 or at least 2^-24 from 1.5·2^23).
 int8_t helium_lane(float x, float inv_scale, int32_t zero_point, int32_t quant_min, int32_t quant_max) {
   constexpr float kMagic = 12582912.0f;  // 1.5·2^23
-  float f = std::fma(x, inv_scale, kMagic);
+  float f = std::fma(flushed(x), flushed(inv_scale), kMagic);
   if (std::isnan(f)) f = std::numeric_limits<float>::quiet_NaN();  // the default NaN, 0x7FC00000
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);

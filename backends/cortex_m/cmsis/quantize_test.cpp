@@ -68,6 +68,26 @@ TEST(CmsisQuantize, HeliumKeepsTheLowSixteenBitsBeforeClamping) {
     EXPECT_EQ(quantize_per_tensor(block_with(x), 0.5, -7, -128, 127, Isa::helium)[0], -7) << x;
 }
 
+// MVE takes a subnormal operand as zero (the Standard FPSCR value's
+// flush-to-zero): a subnormal x in a block gives the zero point where the
+// scalar path rounds x·(1/scale); so does any x when 1/scale is subnormal.
+TEST(CmsisQuantize, HeliumFlushesSubnormalOperandsToZero) {
+  const float tiny = 1.1e-38f;  // subnormal: below 2^-126
+  ASSERT_EQ(std::fpclassify(tiny), FP_SUBNORMAL);
+  const double small_scale = 2e-38;  // 1/scale = 5e37: tiny·(1/scale) = 0.55
+  EXPECT_EQ(quantize_per_tensor({tiny, -tiny}, small_scale, 3), (std::vector<int8_t>{4, 2}));
+  std::vector<float> block = block_with(tiny);
+  block[1] = -tiny;
+  const std::vector<int8_t> h = quantize_per_tensor(block, small_scale, 3, -128, 127, Isa::helium);
+  EXPECT_EQ(h[0], 3);
+  EXPECT_EQ(h[1], 3);
+  const double large_scale = 1e38;  // 1/scale = 1e-38: subnormal
+  ASSERT_EQ(std::fpclassify(1.0f / static_cast<float>(large_scale)), FP_SUBNORMAL);
+  EXPECT_EQ(quantize_per_tensor({3e38f}, large_scale, 0)[0], 3);
+  EXPECT_EQ(quantize_per_tensor(block_with(3e38f), large_scale, 0, -128, 127, Isa::helium)[0], 0);
+  EXPECT_EQ(quantize_per_tensor(block_with(1.5f), 0.5, 0, -128, 127, Isa::helium)[0], 3);  // normal operands as before
+}
+
 TEST(CmsisQuantize, RefusesUndefinedConversions) {
   const CmsisFault nan = refusal([] { quantize_per_tensor({1.f, std::nanf("")}, 0.5, 0); });
   EXPECT_EQ(nan.kernel, "quantize_per_tensor");
