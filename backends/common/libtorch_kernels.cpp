@@ -80,8 +80,9 @@ void read_strided(const at::Tensor& a, size_t n, std::vector<double>& out) {
 }
 
 // The result converted into the harness tensor: every element of these
-// types is exact in double. The vector is built from the elements, not
-// zero-filled and then written; a view (transpose, expand) through its strides.
+// types is exact in double. A contiguous result's vector is built from its
+// elements; a view's (transpose, expand) is sized, then written through the
+// view's strides.
 Tensor from_aten(const at::Tensor& a, DType t) {
   Tensor out;
   out.dtype = t;

@@ -66,7 +66,10 @@ class KernelArgs {
   /// one given by keyword is read at its position (None fills positions
   /// before it that were not given). A parameter given both ways throws
   /// GraphError, as PyTorch refuses the call ("got multiple values for
-  /// argument").
+  /// argument"). Laxer than PyTorch: a required parameter left out, or a
+  /// None keyword for a number or flag, is read as its kernel reads a
+  /// missing argument (its default), and an error about a bound keyword
+  /// names its position.
   const KernelArgs& bound(size_t first, std::initializer_list<const char*> params,
                           std::optional<KernelArgs>& storage) const;
   std::optional<double> kwarg_real(const std::string& key) const;

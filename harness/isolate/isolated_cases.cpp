@@ -72,7 +72,9 @@ Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const Refer
 }
 
 // The worker's look at its held requests: the seeds and sizes of the draw
-// requests among them, in order, to draw ahead.
+// requests at their front (up to the first other request), in order, to
+// draw ahead. One that does not decode ends the look: each request is
+// still answered on its own.
 WorkerLookahead draw_lookahead(IsolatedCases::DrawAhead ahead) {
   if (!ahead.draw) return {};
   const size_t depth = ahead.depth;

@@ -252,11 +252,12 @@ void Worker::start() {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);  // buffered output is not written twice
+  looking_ = lookahead_.see && lookahead_.depth > 0 && !lookahead_off_;
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("worker: fork: ") + strerror(errno));
   if (pid == 0) {
     close(fds[0]);
-    serve(fds[1], handler_, limits_, lookahead_);
+    serve(fds[1], handler_, limits_, looking_ ? lookahead_ : WorkerLookahead{});
   }
   close(fds[1]);
   pid_ = pid;
@@ -300,12 +301,15 @@ void Worker::submit(const nlohmann::json& request) {
   ++unsent_;
 }
 
-WorkerDeath Worker::died(Verdict verdict, const std::string& detail) {
+std::optional<WorkerDeath> Worker::died(Verdict verdict, const std::string& detail) {
   WorkerDeath death = reap(verdict, detail);
-  pending_.pop_front();
+  const bool retry = looking_;  // the death may have come from a look at a later request
+  if (retry) lookahead_off_ = true;
+  else pending_.pop_front();
   send_failed_ = false;
   unsent_ = pending();  // every request left goes to the new worker, sent or not
   flush();
+  if (retry) return std::nullopt;
   return death;
 }
 
@@ -317,7 +321,10 @@ std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool re
     // A worker gone while a request was sent may still have answered the
     // ones before it: its replies are read first.
     nlohmann::json reply;
-    if (!in_.next(fd_, reply)) return died(Verdict::crash, "");
+    if (!in_.next(fd_, reply)) {
+      if (auto death = died(Verdict::crash, "")) return *death;
+      return std::nullopt;
+    }
     pending_.pop_front();
     begin_ = Clock::now();
     if (auto it = reply.find("ok"); it != reply.end()) return std::move(*it);
@@ -325,11 +332,13 @@ std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool re
     throw std::runtime_error(reply.value("error", std::string("worker: malformed reply")));
   }
   double seconds = std::chrono::duration<double>(Clock::now() - begin_).count();
+  std::optional<WorkerDeath> death;
   if (limits_.timeout_s > 0 && seconds > limits_.timeout_s)
-    return died(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
-  if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb)
-    return died(Verdict::oom, "the worker's resident memory passed the limit of " +
-                                  std::to_string(limits_.rss_limit_mb) + " MiB");
+    death = died(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
+  else if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb)
+    death = died(Verdict::oom, "the worker's resident memory passed the limit of " +
+                                   std::to_string(limits_.rss_limit_mb) + " MiB");
+  if (death) return *death;
   return std::nullopt;
 }
 

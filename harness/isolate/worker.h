@@ -68,8 +68,11 @@ class FrameBuffer {
 /// received behind it, oldest first, so that work they share can run
 /// together (a campaign draws their cases in a run). An exception `see`
 /// throws is dropped: each request is still served by the handler. Work
-/// done here counts against the request being served; a death here is
-/// that request's.
+/// done here counts against the request being served. A worker that looks
+/// ahead and dies is charged nothing, since the death may have come from a
+/// look at a later request: its requests, the oldest too, go to a new worker
+/// that does not look ahead (nor does any later one of this Worker), where
+/// a death is its own request's.
 struct WorkerLookahead {
   std::function<void(const std::vector<nlohmann::json>& requests)> see;
   size_t depth = 0;
@@ -126,13 +129,17 @@ class Worker {
 
  private:
   void start();
-  /// The oldest request's death; the ones queued behind it are sent to a new worker.
-  WorkerDeath died(Verdict verdict, const std::string& detail);
+  /// The oldest request's death, the ones queued behind it sent to a new
+  /// worker; none when the worker looked ahead (WorkerLookahead), every
+  /// request then sent again to a new worker that does not.
+  std::optional<WorkerDeath> died(Verdict verdict, const std::string& detail);
   WorkerDeath reap(Verdict verdict, const std::string& detail);
 
   Handler handler_;
   WorkerLimits limits_;
   WorkerLookahead lookahead_;
+  bool looking_ = false;       // the running worker looks ahead
+  bool lookahead_off_ = false;  // a worker that looked ahead died: none looks ahead again
   pid_t pid_ = -1;
   int fd_ = -1;  // the parent's end of the socket pair
   int64_t starts_ = 0;

@@ -2,6 +2,7 @@
 // reported with their cause, a new worker after each death, errors passed on.
 #include "harness/isolate/worker.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -238,6 +239,41 @@ TEST(Worker, ALookaheadSeesEachRequestOnceWithThoseHeldBehindIt) {
   EXPECT_EQ(replies[2], first);
   EXPECT_EQ(replies[3], second);
   EXPECT_EQ(replies[4], second);
+}
+
+// A worker that looks ahead and dies is charged nothing: the death may be a
+// look's at a later request. Its requests run again in a worker that does
+// not look ahead, where a death is its own request's.
+TEST(Worker, ADeathInAWorkerThatLooksAheadIsChargedToItsOwnRequest) {
+  for (bool handler_dies_too : {true, false}) {
+    // The look dies on seeing request 2 behind the one it serves; the
+    // handler dies on serving it, or not.
+    WorkerLookahead lookahead{[](const std::vector<nlohmann::json>& requests) {
+                                for (size_t r = 1; r < requests.size(); ++r)
+                                  if (requests[r].value("poison", false)) raise(SIGSEGV);
+                              },
+                              8};
+    Worker w(
+        [handler_dies_too](const nlohmann::json& r) {
+          if (handler_dies_too && r.value("poison", false)) raise(SIGSEGV);
+          return r.at("i");
+        },
+        {}, lookahead);
+    for (int i = 0; i < 5; ++i) w.submit({{"i", i}, {"poison", i == 2}});
+    w.flush();
+    std::vector<std::variant<nlohmann::json, WorkerDeath>> replies;
+    while (replies.size() < 5) {
+      pollfd p{w.fd(), POLLIN, 0};
+      const int ready = poll(&p, 1, kWorkerPollMillis);
+      if (auto reply = w.collect(ready > 0)) replies.push_back(std::move(*reply));
+    }
+    for (int i = 0; i < 5; ++i) {
+      const bool dies = handler_dies_too && i == 2;
+      ASSERT_EQ(std::holds_alternative<WorkerDeath>(replies[i]), dies) << i << " " << handler_dies_too;
+      if (!dies) EXPECT_EQ(std::get<nlohmann::json>(replies[i]), i);
+    }
+    EXPECT_EQ(w.starts(), handler_dies_too ? 3 : 2);  // the looking worker, then one per death
+  }
 }
 
 // A frame declared past the limit is an error before its bytes are held.

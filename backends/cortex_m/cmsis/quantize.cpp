@@ -2,7 +2,10 @@
 // semantics/cortex-m-and-xnnpack.md §1.7: float32 arithmetic with the fp32
 // reciprocal of the scale, std::nearbyint (round half to even), clamp; and
 // quantize's Helium blocks (op_quantize_per_tensor.cpp @5e547f52). The
-// Helium dequantize computes the scalar result bit for bit.
+// Helium dequantize computes the scalar result bit for bit while its
+// products are normal floats; one that is subnormal (a scale below about
+// 1e-38) Helium's flush-to-zero would make 0: not modeled, no observer
+// gives such a scale.
 #include "backends/cortex_m/cmsis/quantize.h"
 
 #include <algorithm>

@@ -24,8 +24,9 @@ namespace sdpa::cortex_m::cmsis {
 /// float's bits less 0x4B400000, the low 16 bits kept (no saturation), then
 /// clamped in int16; the last numel % 16 elements take the scalar path. A
 /// non-finite x gives the zero point; past |x·inv_scale| = 2^22 the result is
-/// what those bits make, as on the device. Not modelled: Helium flushes a
-/// subnormal x or inv_scale to 0 (|scale| below 2.4e-38 or above 8.5e37).
+/// what those bits make, as on the device. A subnormal x or inv_scale is
+/// taken as 0 (MVE's flush-to-zero; it matters for |scale| below 2.4e-38 or
+/// above 8.5e37).
 std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scale, int32_t zero_point,
                                         int32_t quant_min = -128, int32_t quant_max = 127, Isa isa = Isa::scalar);
 

@@ -334,6 +334,28 @@ TEST(CampaignInProcess, DrawsTheShardsNextCasesInARunBeforeCheckingOne) {
   EXPECT_EQ(drawn_when_checked.back(), 20);
 }
 
+// Drawn in runs, in process or by workers, each iteration's case is the one
+// its seed and size give drawn on its own (size: the iteration mod
+// max_size + 1), in iteration order, on a shard too.
+TEST(CampaignJobs, CasesDrawnInRunsAreThoseDrawnOneAtATime) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  const rc::Gen<Case> gen = generators()(target->case_space());
+  for (const auto& [isolate, jobs] : std::vector<std::pair<bool, int>>{{false, 1}, {true, 1}, {true, 2}}) {
+    CampaignOptions o = campaign_options(9, 70, 0, isolate, jobs);
+    o.shard = 1;
+    o.shards = 3;
+    std::vector<std::string> seen;
+    o.on_case = [&](const Case& c, const CaseResult&) { seen.push_back(case_to_json(c).dump()); };
+    run_target_campaign(*target, *fixture().reference, generators(), o);
+    std::vector<std::string> alone;
+    for (int64_t i = o.shard; i < o.cases; i += o.shards) {
+      rc::Random random(case_seed(o.seed, target->name(), i));
+      alone.push_back(case_to_json(gen(random, static_cast<int>(i % (o.max_size + 1))).value()).dump());
+    }
+    EXPECT_EQ(seen, alone) << "isolate " << isolate << " jobs " << jobs;
+  }
+}
+
 // A worker draws the cases of the requests it holds in a run (up to
 // kCasesDrawnAhead), each once: some case is checked after later ones were
 // drawn, and one worker draws no case twice.
