@@ -73,8 +73,8 @@ Worker::Handler case_handler(IsolatedCases::TargetLookup target_for, const Refer
 
 // The worker's look at its held requests: the seeds and sizes of the draw
 // requests at their front (up to the first other request), in order, to
-// draw ahead. One that does not decode ends the look: each request is
-// still answered on its own.
+// draw ahead. One that does not decode drops the whole look: each request
+// is still answered on its own.
 WorkerLookahead draw_lookahead(IsolatedCases::DrawAhead ahead) {
   if (!ahead.draw) return {};
   const size_t depth = ahead.depth;
