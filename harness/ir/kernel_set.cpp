@@ -73,12 +73,12 @@ const KernelArgs& KernelArgs::bound(size_t first, std::initializer_list<const ch
     if (at < b->args.size())
       throw GraphError("%" + node.name + " (" + node.op + "): got multiple values for argument '" + name +
                        "' (argument " + std::to_string(at) + " and a keyword)");
+    const auto index = given - b->kwargs.begin();  // the same in the copy
     if (b == this) b = &storage.emplace(*this);  // copied only for a call that needs it
     KernelArgs& moved = *storage;
     moved.args.resize(at + 1, None{});
     moved.args[at] = *v;
-    moved.kwargs.erase(std::find_if(moved.kwargs.begin(), moved.kwargs.end(),
-                                    [&](const auto& kv) { return kv.first == name; }));
+    moved.kwargs.erase(moved.kwargs.begin() + index);
   }
   return *b;
 }

@@ -142,17 +142,23 @@ void write_bytes(int fd, const std::vector<uint8_t>& bytes, size_t from, size_t 
   }
 }
 
+// Frames {"i": 0} .. {"i": n - 1}, one after another.
+std::vector<uint8_t> numbered_frames(int n) {
+  std::vector<uint8_t> bytes;
+  for (int i = 0; i < n; ++i) {
+    const std::vector<uint8_t> f = msgpack_frame({{"i", i}});
+    bytes.insert(bytes.end(), f.begin(), f.end());
+  }
+  return bytes;
+}
+
 // Frames written together are taken from one read, in order, without
 // reading again; a frame cut between writes, and one larger than a read's
 // chunk, come back whole; a writer gone mid-frame is end of file.
 TEST(FrameBuffer, TakesTheFramesOfOneReadInOrderAndWaitsForTheRestOfAFrame) {
   int fds[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  std::vector<uint8_t> three;
-  for (int i = 0; i < 3; ++i) {
-    std::vector<uint8_t> f = msgpack_frame({{"i", i}});
-    three.insert(three.end(), f.begin(), f.end());
-  }
+  const std::vector<uint8_t> three = numbered_frames(3);
   write_bytes(fds[1], three, 0, three.size());
   FrameBuffer in;
   nlohmann::json out;
@@ -186,11 +192,7 @@ TEST(FrameBuffer, TakesTheFramesOfOneReadInOrderAndWaitsForTheRestOfAFrame) {
 TEST(FrameBuffer, HeldFramesAreThoseBehindTheTakenOneAndStayToBeTaken) {
   int fds[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  std::vector<uint8_t> bytes;
-  for (int i = 0; i < 4; ++i) {
-    std::vector<uint8_t> f = msgpack_frame({{"i", i}});
-    bytes.insert(bytes.end(), f.begin(), f.end());
-  }
+  const std::vector<uint8_t> bytes = numbered_frames(4);
   const std::vector<uint8_t> cut = msgpack_frame({{"i", 4}});
   write_bytes(fds[1], bytes, 0, bytes.size());
   write_bytes(fds[1], cut, 0, cut.size() - 1);  // the fifth frame but its last byte

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -40,6 +41,17 @@ const Fixture& fixture() {
 
 CaseGeneratorFactory generators() {
   return [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); };
+}
+
+// The default generators, each draw of a case counted in *draws.
+CaseGeneratorFactory counting_generators(const std::shared_ptr<int64_t>& draws) {
+  return [draws](const CaseSpace& s) {
+    rc::Gen<Case> inner = gen_case(GenPolicy::defaults(), s);
+    return rc::Gen<Case>([draws, inner](const rc::Random& random, int size) {
+      ++*draws;
+      return inner(random, size);
+    });
+  };
 }
 
 std::string scratch(const std::string& name) {
@@ -314,13 +326,7 @@ TEST(CampaignJobs, WorkersDrawTheCasesThisProcessDraws) {
 TEST(CampaignInProcess, DrawsTheShardsNextCasesInARunBeforeCheckingOne) {
   auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
   auto draws = std::make_shared<int64_t>(0);
-  CaseGeneratorFactory counting = [draws](const CaseSpace& s) {
-    rc::Gen<Case> inner = gen_case(GenPolicy::defaults(), s);
-    return rc::Gen<Case>([draws, inner](const rc::Random& random, int size) {
-      ++*draws;
-      return inner(random, size);
-    });
-  };
+  const CaseGeneratorFactory counting = counting_generators(draws);
   CampaignOptions o = campaign_options(5, 41, 0, false, 1);
   o.shard = 1;
   o.shards = 2;  // iterations 1, 3, ..., 39: 20 cases
@@ -362,13 +368,7 @@ TEST(CampaignJobs, CasesDrawnInRunsAreThoseDrawnOneAtATime) {
 TEST(CampaignJobs, AWorkerDrawsTheCasesItHoldsInARun) {
   auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
   auto draws = std::make_shared<int64_t>(0);  // in the worker: its own count
-  CaseGeneratorFactory counting = [draws](const CaseSpace& s) {
-    rc::Gen<Case> inner = gen_case(GenPolicy::defaults(), s);
-    return rc::Gen<Case>([draws, inner](const rc::Random& random, int size) {
-      ++*draws;
-      return inner(random, size);
-    });
-  };
+  const CaseGeneratorFactory counting = counting_generators(draws);
   CampaignOptions o = campaign_options(5, 60, 0, true, 1);
   o.summarize = [draws](const Case&) { return std::to_string(*draws); };  // in the worker, after the check
   std::vector<int64_t> drawn_when_checked;
