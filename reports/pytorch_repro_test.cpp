@@ -108,6 +108,7 @@ TEST_P(PytorchReproDump, RebuildsTheCaseTensorsExactly) {
   std::ofstream(path) << pytorch_repro_script(e, "test entry", reference->name(),
                                               run_goldens(e.c, *reference));
   const auto dump = parse_dump(run_command(std::string(kPython) + " " + path + " --dump"));
+  std::remove(path.c_str());
   auto dumped = [&](const std::string& key) {
     auto it = dump.find(key);
     return it == dump.end() ? std::vector<std::string>{} : it->second;

@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -21,9 +24,20 @@ const char* kHello =
     R"({"type":"hello","version":1,"name":"sh","ops":["aten.neg.default"],"dtypes":["f32"],)"
     R"("numerics":{"f32":{"storage":"f32","accumulation":"f32"}}})";
 
+// The scripts this process wrote, removed when it exits (an adapter runs
+// its script after script() returns).
+struct Scripts {
+  std::vector<std::string> paths;
+  ~Scripts() {
+    for (const auto& p : paths) std::remove(p.c_str());
+  }
+};
+
 // A script that answers the hello, then `reply` (with the request's id 1) to every request.
 AdapterConfig script(const std::string& name, const std::string& body) {
+  static Scripts written;
   const std::string path = testing::TempDir() + "/kernel_adapter_" + name + "_" + std::to_string(getpid()) + ".sh";
+  written.paths.push_back(path);
   std::ofstream(path) << "#!/bin/sh\n" << body;
   chmod(path.c_str(), 0755);
   AdapterConfig c;
