@@ -13,15 +13,39 @@ std::string mask_rank_message(int64_t rank) {
          std::to_string(rank) + ")";
 }
 
-std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, ScaleRecovery r) {
-  // The first mul.Scalar of the match (q's: the nodes_map order is UNVERIFIED;
-  // both literals have the same magnitude in the pattern graphs).
-  const Node& mul = g.nodes.at(m.scalar_muls.at(0));
-  const auto* literal = std::get_if<double>(&mul.args[1]);
-  if (!literal) return std::nullopt;  // not a Python float: get_scale breaks and returns None
+namespace {
+
+// What get_scale reads from one scale MUL as a Python float: a float
+// literal, or a lifted constant's item() (a float tensor's is a float).
+std::optional<double> float_operand(const Graph& g, const Node& mul) {
+  if (const auto* literal = std::get_if<double>(&mul.args[1])) return *literal;
+  const auto* c = std::get_if<ValueRef>(&mul.args[1]);
+  if (!c || g.nodes[c->node].op != "get_attr") return std::nullopt;
+  const Tensor& value = g.constants.at(std::get<std::string>(g.nodes[c->node].args[0]));
+  if (value.numel() != 1 || !is_floating(value.dtype)) return std::nullopt;
+  return value.data[0];
+}
+
+// The MUL get_scale reads, in the match's order (q's first: the nodes_map
+// order is UNVERIFIED; both operands have the same magnitude in the
+// pattern graphs).
+std::optional<int> scale_source(const Graph& g, const SdpaPatternMatch& m, PatternForms forms) {
+  for (int index : m.scale_muls) {
+    if (float_operand(g, g.nodes.at(index))) return index;
+    if (forms == PatternForms::scalar) return std::nullopt;  // main: get_scale breaks and returns None
+  }                                                          // 257ef3a853: the loop goes on
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, ScaleRecovery r, PatternForms forms) {
+  const std::optional<int> source = scale_source(g, m, forms);
+  if (!source) return std::nullopt;
+  const Node& mul = g.nodes[*source];
   // torch.tensor(v, dtype).item() ** 2, in Python double.
   const DType t = mul.outputs[0].dtype;
-  const double rounded = round_to(t, *literal);
+  const double rounded = round_to(t, *float_operand(g, mul));
   double scale = rounded * rounded;
   if (r == ScaleRecovery::one_ulp_up) scale += ulp(t, scale);
   return scale;
@@ -61,7 +85,7 @@ Pass::Result ConvertToSDPAPass::run(const Graph& g, const ShapeEnv& env, const R
   Result result;
   std::vector<std::pair<SdpaPatternMatch, double>> rewrites;
   const Partitions parts = per_delegate() ? partition(g, delegates_) : Partitions{};
-  for (const auto& m : match_sdpa_pattern(g)) {
+  for (const auto& m : match_sdpa_pattern(g, forms_)) {
     const Node& out = g.nodes[m.output];
     GuardContext guard(env, "%" + out.name);
     guard.rule("pattern", true, std::string("sdpa pattern graph: ") + sdpa_pattern_description());
@@ -76,12 +100,13 @@ Pass::Result ConvertToSDPAPass::run(const Graph& g, const ShapeEnv& env, const R
         continue;
       }
     }
-    const std::optional<double> scale = recover_scale(g, m, recovery_);
+    const std::optional<double> scale = recover_scale(g, m, recovery_, forms_);
     if (!scale) throw ConvertToSdpaError("AssertionError: Could not find scale");
-    const Node& first = g.nodes[m.scalar_muls[0]];
+    const Node& source = g.nodes[*scale_source(g, m, forms_)];
     guard.rule("scale", true,
-               "%" + first.name + " literal " + std::to_string(std::get<double>(first.args[1])) + " rounded to " +
-                   dtype_name(first.outputs[0].dtype) + " and squared: " + std::to_string(*scale));
+               "%" + source.name + (m.lifted ? " lifted constant " : " literal ") +
+                   std::to_string(*float_operand(g, source)) + " rounded to " + dtype_name(source.outputs[0].dtype) +
+                   " and squared: " + std::to_string(*scale));
     const int64_t rank = static_cast<int64_t>(g.info(m.mask).shape.size());
     if (rank != 2) throw PassUnsupported(mask_rank_message(rank));
     guard.rule("mask-rank-2", true, "the matched mask has rank 2");

@@ -33,18 +33,24 @@ std::string mask_rank_message(int64_t rank);
 inline constexpr const char* kNoSdpaVisitor =
     "no node visitor for aten.scaled_dot_product_attention.default (deleted in #11506)";
 
-/// get_scale on one match: the recovered scale, or none when the first
-/// mul.Scalar's literal is not a float.
-std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, ScaleRecovery r);
+/// get_scale on one match. Main (PatternForms::scalar): the first
+/// mul.Scalar's literal, or none when it is not a float. PR #20515 at
+/// 257ef3a853 (scalar_and_lifted): the first MUL whose operand reads as a
+/// float, a literal or a lifted 0-dim constant's item(), MULs with an int
+/// literal passed over. Either value is rounded to the MUL's dtype and squared.
+std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, ScaleRecovery r,
+                                    PatternForms forms = PatternForms::scalar);
 
 class ConvertToSDPAPass : public Pass {
  public:
-  /// On the whole graph (the design flow).
-  explicit ConvertToSDPAPass(ScaleRecovery r = ScaleRecovery::upstream) : recovery_(r) {}
+  /// On the whole graph (the design flow); `forms`: which pattern copies it matches.
+  explicit ConvertToSDPAPass(ScaleRecovery r = ScaleRecovery::upstream, PatternForms forms = PatternForms::scalar)
+      : recovery_(r), forms_(forms) {}
   /// On each delegate the partitioner leaves (`delegates` says which nodes
   /// it takes): a match is converted only when every node of it lies in one
   /// delegate, and a converted node then fails to serialize.
-  ConvertToSDPAPass(ScaleRecovery r, Delegates delegates) : recovery_(r), delegates_(std::move(delegates)) {}
+  ConvertToSDPAPass(ScaleRecovery r, Delegates delegates, PatternForms forms = PatternForms::scalar)
+      : recovery_(r), forms_(forms), delegates_(std::move(delegates)) {}
   std::string name() const override { return "ConvertToSDPAPass"; }
   bool per_delegate() const { return static_cast<bool>(delegates_); }
   using Pass::run;
@@ -55,6 +61,7 @@ class ConvertToSDPAPass : public Pass {
 
  private:
   ScaleRecovery recovery_;
+  PatternForms forms_;
   Delegates delegates_;  ///< empty: the whole graph
 };
 

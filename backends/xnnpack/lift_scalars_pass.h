@@ -3,13 +3,16 @@
 /// semantics/cortex-m-and-xnnpack.md §3.4): mul.Scalar becomes mul.Tensor
 /// with the scalar as a 0-dim constant buffer, so the partitioner takes it;
 /// a MUL that reaches a bmm through only expand_copy / view_copy is kept.
+/// At 257ef3a853, after review moved that logic into ConvertToSDPAPass, the
+/// guard is gone: every such MUL is lifted.
 #include "harness/check/target.h"
 
 namespace sdpa::xnnpack {
 
 class LiftConstantScalarOperandsPass : public Pass {
  public:
-  /// guarded=false drops the _feeds_sdpa_qk_bmm guard (a self-test mutant).
+  /// guarded=false drops the _feeds_sdpa_qk_bmm guard: the pass at
+  /// 257ef3a853, or the self-test mutant of the guarded one.
   explicit LiftConstantScalarOperandsPass(bool guarded = true) : guarded_(guarded) {}
   std::string name() const override { return "LiftConstantScalarOperandsPass"; }
   using Pass::run;

@@ -78,9 +78,25 @@ std::optional<int> softmax_of_add(const Graph& g, Walk& w, int p_expand) {
   return add;
 }
 
-std::optional<SdpaPatternMatch> match_at(const Graph& g, int out, const std::vector<std::vector<int>>& users) {
+// Whether MUL node `mul` has the form of the pattern copy: (tensor, literal)
+// in the traced one, (tensor, 0-dim get_attr constant) in the lifted one,
+// whose constant node joins the match.
+bool scale_mul_form(const Graph& g, int mul, bool lifted, SdpaPatternMatch& m) {
+  const Node& n = g.nodes[mul];
+  if (n.args.size() != 2) return false;
+  const auto* c = std::get_if<ValueRef>(&n.args[1]);
+  if (!lifted) return !c;  // any literal matches
+  if (!c || c->output != 0 || g.nodes[c->node].op != "get_attr" || !g.info(*c).shape.empty()) return false;
+  m.nodes.push_back(c->node);
+  return true;
+}
+
+std::optional<SdpaPatternMatch> match_at(const Graph& g, int out, bool lifted,
+                                         const std::vector<std::vector<int>>& users) {
+  const char* mul_op = lifted ? kMulTensor : kMulScalar;
   SdpaPatternMatch m;
   m.output = out;
+  m.lifted = lifted;
   if (g.nodes[out].op != kViewCopy) return std::nullopt;
   m.nodes.push_back(out);
   Walk w(g, m);
@@ -91,18 +107,17 @@ std::optional<SdpaPatternMatch> match_at(const Graph& g, int out, const std::vec
   auto scores = add ? w.take(*add, 0, kViewCopy) : std::nullopt;
   auto qk_bmm = scores ? w.take(*scores, 0, kBmm) : std::nullopt;
   auto q_expand = qk_bmm ? operand(w, *qk_bmm, 0) : std::nullopt;
-  auto q_mul = q_expand ? w.take(*q_expand, 0, kMulScalar) : std::nullopt;
+  auto q_mul = q_expand ? w.take(*q_expand, 0, mul_op) : std::nullopt;
   auto k_expand = q_mul ? operand(w, *qk_bmm, 1) : std::nullopt;
-  auto k_mul = k_expand ? w.take(*k_expand, 0, kMulScalar) : std::nullopt;
+  auto k_mul = k_expand ? w.take(*k_expand, 0, mul_op) : std::nullopt;
   auto k_permute = k_mul ? w.take(*k_mul, 0, kPermuteCopy) : std::nullopt;
   auto v_expand = k_permute ? operand(w, *pv_bmm, 1) : std::nullopt;
   if (!v_expand || !w.bind(*q_mul, 0, m.q) || !w.bind(*k_permute, 0, m.k) || !w.bind(*v_expand, 0, m.v) ||
       !w.bind(*add, 1, m.mask))
     return std::nullopt;
-  // A scalar MUL holds exactly (tensor, literal); any literal matches.
   for (int mul : {*q_mul, *k_mul})
-    if (g.nodes[mul].args.size() != 2 || std::holds_alternative<ValueRef>(g.nodes[mul].args[1])) return std::nullopt;
-  m.scalar_muls = {*q_mul, *k_mul};
+    if (!scale_mul_form(g, mul, lifted, m)) return std::nullopt;
+  m.scale_muls = {*q_mul, *k_mul};
   // SubgraphMatcher rejects a match whose interior value is read outside it.
   const std::set<int> inside(m.nodes.begin(), m.nodes.end());
   for (int n : m.nodes) {
@@ -117,17 +132,19 @@ std::optional<SdpaPatternMatch> match_at(const Graph& g, int out, const std::vec
 
 }  // namespace
 
-std::vector<SdpaPatternMatch> match_sdpa_pattern(const Graph& g) {
+std::vector<SdpaPatternMatch> match_sdpa_pattern(const Graph& g, PatternForms forms) {
   std::vector<SdpaPatternMatch> out;
   std::set<int> taken;
   const std::vector<std::vector<int>> users = g.users_of_each();
-  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
-    auto m = match_at(g, i, users);
-    if (!m) continue;
-    if (std::any_of(m->nodes.begin(), m->nodes.end(), [&](int n) { return taken.count(n) > 0; })) continue;
-    taken.insert(m->nodes.begin(), m->nodes.end());
-    out.push_back(*m);
-  }
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i)
+    for (bool lifted : {false, true}) {
+      if (lifted && forms == PatternForms::scalar) continue;
+      auto m = match_at(g, i, lifted, users);
+      if (!m) continue;
+      if (std::any_of(m->nodes.begin(), m->nodes.end(), [&](int n) { return taken.count(n) > 0; })) continue;
+      taken.insert(m->nodes.begin(), m->nodes.end());
+      out.push_back(*m);
+    }
   return out;
 }
 

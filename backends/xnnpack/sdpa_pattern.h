@@ -18,14 +18,26 @@ namespace sdpa::xnnpack {
 struct SdpaPatternMatch {
   int output = -1;                    ///< the view_copy the pattern returns
   ValueRef q, k, v, mask;             ///< what the pattern's placeholders bind
-  std::vector<int> scalar_muls;       ///< the mul.Scalar nodes, in the pattern's order (q's, then k's)
+  std::vector<int> scale_muls;        ///< the scale MULs, in the pattern's order (q's, then k's)
+  bool lifted = false;                ///< the MULs are mul.Tensor of a 0-dim get_attr constant each
   std::vector<int> nodes;             ///< every matched node but the placeholders
+};
+
+/// Which copies of the pattern graphs are matched.
+enum class PatternForms {
+  /// The traced graphs: each scale MUL a mul.Scalar of a literal (ExecuTorch main).
+  scalar,
+  /// Those, then their copies run through LiftConstantScalarOperandsPass:
+  /// each scale MUL a mul.Tensor of its own 0-dim get_attr constant, any
+  /// value (SubgraphMatcher compares get_attr tensors by type only). PR
+  /// #20515 at 257ef3a853 matches both (convert_to_sdpa.py).
+  scalar_and_lifted,
 };
 
 /// The pattern in words, for decisions and reports.
 const char* sdpa_pattern_description();
 
 /// Every match in `g`, in node order of their outputs; matches never overlap.
-std::vector<SdpaPatternMatch> match_sdpa_pattern(const Graph& g);
+std::vector<SdpaPatternMatch> match_sdpa_pattern(const Graph& g, PatternForms forms = PatternForms::scalar);
 
 }  // namespace sdpa::xnnpack

@@ -97,6 +97,36 @@ TEST(XnnpackPartition, AMatchInsideOneDelegateIsConvertedAndHasNoNodeVisitor) {
   }
 }
 
+// At 257ef3a853 the lift takes the scale MULs too: upstream they run on
+// XNNPACK as mul.Tensor with sqrt(scale) rounded to the graph dtype, where
+// the guarded lift leaves mul.Scalar reading it as a float. In f16 the
+// checker names the rounding, which the guard had kept out; in f32 the
+// call stays sound. Still no delegate holds the pattern (its no-op expands
+// are gone).
+TEST(XnnpackUpstreamFlow, TheLiftAt257ef3a853DelegatesTheScaleMulsAndRoundsTheScaleInF16) {
+  auto late = fixture().registry.make("xnnpack", {{"flow", "upstream"}, {"guard", "lift-257ef3a853"}});
+  auto guarded = fixture().registry.make("xnnpack", {{"flow", "upstream"}, {"guard", "lift"}});
+  Case c = review_call();
+  c.dtype = DType::f16;
+  c.mask->dtype = DType::f16;
+  const Graph g0 = late->entry(c);
+  Graph g = g0;
+  for (const Pass* p : late->passes()) g = p->run(g, c.shape_env()).graph;
+  EXPECT_EQ(g.count(kSdpaOp), 0);
+  EXPECT_EQ(g.count(kMulScalar), 0);
+  ASSERT_EQ(g.count(kMulTensor), 2);
+  const Partitions parts = partition(g, kernel_set_delegates());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].op == kMulTensor) EXPECT_GE(parts.of_node[i], 0) << "%" << g.nodes[i].name << " is delegated";
+  const CaseResult r = run_case(*late, *fixture().reference, c);
+  EXPECT_EQ(r.verdict, Verdict::rounded_constant) << (r.primary() ? r.primary()->detail : "");
+  EXPECT_EQ(r.counters.at("converted to SDPA"), 0);
+  // The guard kept both MULs, and the completeness proof finds their forced lift unsound.
+  EXPECT_EQ(run_case(*guarded, *fixture().reference, c).verdict, Verdict::rejected);
+  Case f32 = review_call();
+  EXPECT_EQ(run_case(*late, *fixture().reference, f32).verdict, Verdict::pass);
+}
+
 TEST(XnnpackUpstreamFlow, ThePatternNeverReachesOneDelegate) {
   auto target = fixture().registry.make("xnnpack", {{"flow", "upstream"}, {"guard", "lift"}});
   const Case c = review_call();

@@ -228,6 +228,57 @@ TEST(XnnpackPasses, AnUnguardedLiftBreaksThePatternAndTheInvariantSaysSo) {
   EXPECT_TRUE(sound->invariants(c, g0, h).empty()) << sound->invariants(c, g0, h)[0];
 }
 
+// PR #20515 at 257ef3a853 (review moved the SDPA logic out of the lift):
+// the lift takes the scale MULs too, and ConvertToSDPAPass, matching the
+// lifted pattern copy as well, still converts the pattern, reading the
+// scale from the 0-dim constant: the same scale as from the literal.
+TEST(XnnpackPasses, TheLiftAt257ef3a853TakesTheScaleMulsAndTheLiftedPatternIsStillConverted) {
+  TargetRegistry registry;
+  register_all_targets(registry);
+  auto late = registry.make("xnnpack", {{"guard", "lift-257ef3a853"}});
+  auto main = registry.make("xnnpack", {{"guard", "none"}});
+  for (DType t : {DType::f32, DType::f16}) {
+    const Case c = masked_call(64, t);  // sqrt(1/8) is in neither dtype: both recoveries round it
+    const Graph g0 = late->entry(c);
+    const std::vector<const Pass*> passes = late->passes();
+    ASSERT_EQ(passes.size(), 2u);
+    Pass::Result lifted = passes[0]->run(g0, c.shape_env());
+    EXPECT_EQ(lifted.graph.count(kMulScalar), 0);
+    EXPECT_EQ(lifted.graph.count(kMulTensor), 2) << "no _feeds_sdpa_qk_bmm guard";
+    EXPECT_EQ(match_sdpa_pattern(lifted.graph).size(), 0u) << "the traced pattern no longer matches";
+    ASSERT_EQ(match_sdpa_pattern(lifted.graph, PatternForms::scalar_and_lifted).size(), 1u);
+    EXPECT_TRUE(match_sdpa_pattern(lifted.graph, PatternForms::scalar_and_lifted)[0].lifted);
+    const Graph g1 = passes[1]->run(lifted.graph, c.shape_env()).graph;
+    ASSERT_EQ(g1.count(kSdpaOp), 1);
+    EXPECT_EQ(g1.count("get_attr"), 0) << "the lifted constants went with the pattern";
+    EXPECT_EQ(sdpa_scale(g1), sdpa_scale(convert(c))) << dtype_name(t);
+    // No pass-order break; the recovered scale's ulps as on main.
+    EXPECT_EQ(late->invariants(c, g0, g1), main->invariants(c, g0, convert(c))) << dtype_name(t);
+  }
+}
+
+// get_scale reads the first MUL whose operand is a float. On main a first
+// MUL with an int literal ends the search (break: no scale); at 257ef3a853
+// the loop goes on to k's MUL.
+TEST(XnnpackPasses, AnIntLiteralEndsMainsScaleSearchAndIsPassedOverAt257ef3a853) {
+  const Case c = masked_call(16);
+  Graph g = pattern_entry_graph(c);
+  const std::vector<SdpaPatternMatch> m = match_sdpa_pattern(g);
+  ASSERT_EQ(m.size(), 1u);
+  g.nodes[m[0].scale_muls[0]].args[1] = int64_t{2};
+  const SdpaPatternMatch again = match_sdpa_pattern(g).at(0);
+  EXPECT_FALSE(recover_scale(g, again, ScaleRecovery::upstream).has_value());
+  const std::optional<double> late =
+      recover_scale(g, again, ScaleRecovery::upstream, PatternForms::scalar_and_lifted);
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(*late, 0.25) << "k's literal 0.5, squared";
+  EXPECT_THROW(ConvertToSDPAPass().run(g, c.shape_env()), ConvertToSdpaError);
+  EXPECT_EQ(sdpa_scale(ConvertToSDPAPass(ScaleRecovery::upstream, PatternForms::scalar_and_lifted)
+                           .run(g, c.shape_env())
+                           .graph),
+            0.25);
+}
+
 TEST(XnnpackPasses, TheRecoveredScaleIsComparedWithTheCallsInUlpsAndSign) {
   TargetRegistry registry;
   register_all_targets(registry);

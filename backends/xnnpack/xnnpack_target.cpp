@@ -16,6 +16,9 @@ namespace sdpa::xnnpack {
 namespace {
 
 constexpr const char* kFullyMaskedNan = "fully-masked-row-nan";
+// PR #20515 at 257ef3a853: the lift without its guard, and ConvertToSDPAPass
+// matching the lifted pattern copies too.
+constexpr const char* kLateLift = "lift-257ef3a853";
 
 std::string number(double x) {
   char buf[40];
@@ -31,9 +34,10 @@ class XnnpackTarget : public Target {
       : options_(std::move(o)),
         upstream_flow_(options_.at("flow") == "upstream"),
         remove_noop_(options_.at("mutant") != "noop-expand-unchecked"),
-        lift_(options_.at("mutant") != "lift-unguarded"),
-        convert_(recovery()),
-        convert_per_delegate_(recovery(), kernel_set_delegates()),
+        late_lift_(options_.at("guard") == kLateLift),
+        lift_(options_.at("mutant") != "lift-unguarded" && !late_lift_),
+        convert_(recovery(), pattern_forms()),
+        convert_per_delegate_(recovery(), kernel_set_delegates(), pattern_forms()),
         xnnpack_(make_xnnpack_kernels()),
         exact_(make_edge_reference_kernels("exact", Numerics::exact)),
         naive_(make_edge_reference_kernels("naive", Numerics::naive)) {}
@@ -117,7 +121,7 @@ class XnnpackTarget : public Target {
   std::vector<const Pass*> passes() const override {
     std::vector<const Pass*> out;
     if (upstream_flow_) out.push_back(&remove_noop_);
-    if (options_.at("guard") == "lift") out.push_back(&lift_);
+    if (options_.at("guard") != "none") out.push_back(&lift_);
     out.push_back(upstream_flow_ ? &convert_per_delegate_ : &convert_);
     return out;
   }
@@ -133,10 +137,11 @@ class XnnpackTarget : public Target {
         "the XNNPACK SDPA node visitor and runtime were deleted from ExecuTorch (#11506) and XNNPACK removed its "
         "SDPA operator (764f7826eb): the SDPA ConvertToSDPAPass emits has no upstream kernel to run in main "
         "(sections 0, 3.3); sdpacheck runs the operator from the XNNPACK library it is built with"};
-    if (options_.at("guard") == "lift")
+    if (options_.at("guard") != "none")
       u.entry_points.push_back(
-          "LiftConstantScalarOperandsPass (option guard=lift): ExecuTorch PR #20515, not in ExecuTorch main at the "
-          "snapshot; merged later and backed out by #22942 (section 0)");
+          "LiftConstantScalarOperandsPass (option guard=" + options_.at("guard") +
+          "): ExecuTorch PR #20515, not in ExecuTorch main at the snapshot; merged later and backed out by #22942 "
+          "(section 0)");
     u.probes = {"executorch.backends.xnnpack._passes.convert_to_sdpa"};
     u.not_run = "the SDPA ConvertToSDPAPass emits has no XNNPACK visitor or runtime in ExecuTorch main: the script "
                 "does not run the XNNPACK pipeline";
@@ -161,7 +166,7 @@ class XnnpackTarget : public Target {
     // a match that survives it stays unconverted (no delegate holds it whole).
     const size_t matched = match_sdpa_pattern(lift_input(c, before)).size();
     size_t kept = static_cast<size_t>(after.count(kSdpaOp));
-    if (upstream_flow_) kept += match_sdpa_pattern(after).size();
+    if (upstream_flow_) kept += match_sdpa_pattern(after, pattern_forms()).size();
     if (kept < matched)
       out.push_back("pass order: " + std::to_string(matched - kept) + " of " + std::to_string(matched) +
                     " SDPA pattern match(es) of " +
@@ -222,6 +227,7 @@ class XnnpackTarget : public Target {
   }
 
  private:
+  PatternForms pattern_forms() const { return late_lift_ ? PatternForms::scalar_and_lifted : PatternForms::scalar; }
   ScaleRecovery recovery() const {
     return options_.at("mutant") == "recovery-one-ulp" ? ScaleRecovery::one_ulp_up : ScaleRecovery::upstream;
   }
@@ -233,6 +239,7 @@ class XnnpackTarget : public Target {
   Options options_;
   bool upstream_flow_;
   RemoveNoopExpandCopyPass remove_noop_;
+  bool late_lift_;
   LiftConstantScalarOperandsPass lift_;
   ConvertToSDPAPass convert_, convert_per_delegate_;
   KernelSet xnnpack_, exact_, naive_;
@@ -246,9 +253,10 @@ class XnnpackFactory : public TargetFactory {
            "ConvertToSDPAPass, on the real XNNPACK library";
   }
   std::vector<OptionSpec> option_specs() const override {
-    return {{"guard", {"none", "lift"}, "lift",
-             "none: ConvertToSDPAPass alone (snapshot main); lift: LiftConstantScalarOperandsPass (PR #20515, merged "
-             "and then backed out by #22942) before it"},
+    return {{"guard", {"none", "lift", kLateLift}, "lift",
+             "none: ConvertToSDPAPass alone (snapshot main); lift: LiftConstantScalarOperandsPass (PR #20515 at "
+             "9eac80e90c, merged and then backed out by #22942) before it; lift-257ef3a853: the PR after review, its "
+             "lift without the _feeds_sdpa_qk_bmm guard and ConvertToSDPAPass matching the lifted pattern too"},
             {"flow", {"pattern-graph", "upstream"}, "pattern-graph",
              "pattern-graph: ConvertToSDPAPass on the whole traced graph (the design flow, semantics/passes.md §4); "
              "upstream: RemoveNoopExpandCopyPass and the lift before partitioning, ConvertToSDPAPass on each "
