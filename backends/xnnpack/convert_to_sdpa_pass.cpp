@@ -5,6 +5,7 @@
 #include <set>
 
 #include "backends/common/sdpa_entry.h"
+#include "backends/xnnpack/pattern_entry.h"
 
 namespace sdpa::xnnpack {
 
@@ -15,12 +16,16 @@ std::string mask_rank_message(int64_t rank) {
 
 namespace {
 
-// What get_scale reads from one scale MUL as a Python float: a float
-// literal, or a lifted constant's item() (a float tensor's is a float).
+// What get_scale reads from one scale MUL as a Python float: a mul.Scalar's
+// float literal, or a mul.Tensor's constant's item() (a one-element float
+// tensor's is a float; a mul.Tensor of a literal is passed over).
 std::optional<double> float_operand(const Graph& g, const Node& mul) {
-  if (const auto* literal = std::get_if<double>(&mul.args[1])) return *literal;
+  if (mul.op == kMulScalar) {
+    const auto* literal = std::get_if<double>(&mul.args[1]);
+    return literal ? std::optional<double>(*literal) : std::nullopt;
+  }
   const auto* c = std::get_if<ValueRef>(&mul.args[1]);
-  if (!c || g.nodes[c->node].op != "get_attr") return std::nullopt;
+  if (mul.op != kMulTensor || !c || g.nodes[c->node].op != "get_attr") return std::nullopt;
   const Tensor& value = g.constants.at(std::get<std::string>(g.nodes[c->node].args[0]));
   if (value.numel() != 1 || !is_floating(value.dtype)) return std::nullopt;
   return value.data[0];
@@ -61,6 +66,7 @@ bool inside_one_delegate(const Graph& g, const SdpaPatternMatch& m, const Partit
   std::vector<int> nodes = m.nodes;
   std::sort(nodes.begin(), nodes.end());
   for (int n : nodes) {
+    if (g.nodes[n].op == "get_attr") continue;  // a constant goes with the delegate that reads it
     if (p.of_node[n] >= 0) {
       delegates.insert(p.of_node[n]);
     } else {

@@ -78,15 +78,19 @@ std::optional<int> softmax_of_add(const Graph& g, Walk& w, int p_expand) {
   return add;
 }
 
-// Whether MUL node `mul` has the form of the pattern copy: (tensor, literal)
-// in the traced one, (tensor, 0-dim get_attr constant) in the lifted one,
-// whose constant node joins the match.
+// Whether MUL node `mul` has the form of the pattern copy: (tensor,
+// literal) in the traced one; in the lifted one (tensor, get_attr
+// constant), whose constant node joins the match (SubgraphMatcher compares
+// get_attr tensors by type alone, and with ignore_literals a literal
+// matches a pattern node too), each target node matched once.
 bool scale_mul_form(const Graph& g, int mul, bool lifted, SdpaPatternMatch& m) {
   const Node& n = g.nodes[mul];
   if (n.args.size() != 2) return false;
   const auto* c = std::get_if<ValueRef>(&n.args[1]);
   if (!lifted) return !c;  // any literal matches
-  if (!c || c->output != 0 || g.nodes[c->node].op != "get_attr" || !g.info(*c).shape.empty()) return false;
+  if (!c) return true;     // a literal in the constant's place (ignore_literals)
+  if (c->output != 0 || g.nodes[c->node].op != "get_attr") return false;
+  if (std::find(m.nodes.begin(), m.nodes.end(), c->node) != m.nodes.end()) return false;  // one constant, two MULs
   m.nodes.push_back(c->node);
   return true;
 }

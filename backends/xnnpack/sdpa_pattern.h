@@ -19,7 +19,7 @@ struct SdpaPatternMatch {
   int output = -1;                    ///< the view_copy the pattern returns
   ValueRef q, k, v, mask;             ///< what the pattern's placeholders bind
   std::vector<int> scale_muls;        ///< the scale MULs, in the pattern's order (q's, then k's)
-  bool lifted = false;                ///< the MULs are mul.Tensor of a 0-dim get_attr constant each
+  bool lifted = false;                ///< the MULs are mul.Tensor (of a get_attr constant each, or a literal)
   std::vector<int> nodes;             ///< every matched node but the placeholders
 };
 
@@ -28,9 +28,10 @@ enum class PatternForms {
   /// The traced graphs: each scale MUL a mul.Scalar of a literal (ExecuTorch main).
   scalar,
   /// Those, then their copies run through LiftConstantScalarOperandsPass:
-  /// each scale MUL a mul.Tensor of its own 0-dim get_attr constant, any
-  /// value (SubgraphMatcher compares get_attr tensors by type only). PR
-  /// #20515 at 257ef3a853 matches both (convert_to_sdpa.py).
+  /// each scale MUL a mul.Tensor of a get_attr constant of its own, any
+  /// tensor (SubgraphMatcher compares get_attr tensors by type only), or of
+  /// a literal (ignore_literals). PR #20515 at 257ef3a853 matches both
+  /// (convert_to_sdpa.py).
   scalar_and_lifted,
 };
 

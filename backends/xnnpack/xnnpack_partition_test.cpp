@@ -12,6 +12,7 @@
 #include "backends/target_fixture.h"
 #include "backends/common/sdpa_entry.h"
 #include "backends/xnnpack/convert_to_sdpa_pass.h"
+#include "backends/xnnpack/lift_scalars_pass.h"
 #include "backends/xnnpack/pattern_entry.h"
 #include "backends/xnnpack/test_cases.h"
 #include "generators/case_gen.h"
@@ -95,6 +96,44 @@ TEST(XnnpackPartition, AMatchInsideOneDelegateIsConvertedAndHasNoNodeVisitor) {
   } catch (const PassUnsupported& e) {
     EXPECT_EQ(std::string(e.what()), kNoSdpaVisitor);
   }
+}
+
+// A lifted match's constants are read by its delegated MULs, so they go
+// into that delegate with them: the match is inside one delegate.
+TEST(XnnpackPartition, ALiftedMatchWithItsConstantsIsInsideOneDelegate) {
+  const Case c = masked_call();
+  const Graph lifted = LiftConstantScalarOperandsPass(false).run(pattern_entry_graph(c), c.shape_env()).graph;
+  ASSERT_EQ(lifted.count("get_attr"), 2);
+  try {
+    ConvertToSDPAPass(ScaleRecovery::upstream, everything(), PatternForms::scalar_and_lifted)
+        .run(lifted, c.shape_env());
+    FAIL() << "every node of the lifted match is delegated, its constants with it";
+  } catch (const PassUnsupported& e) {
+    EXPECT_EQ(std::string(e.what()), kNoSdpaVisitor);
+  }
+}
+
+// Under flow=upstream the pass-order property counts the matches the
+// graph still holds after the passes: at 257ef3a853 those are lifted
+// copies, which ConvertToSDPAPass matches too. No traced graph keeps a
+// match past RemoveNoopExpandCopyPass (the expands of q and of the
+// weights are no-ops), so here every expand's input is declared one head
+// wide: each broadcasts, and the match stays.
+TEST(XnnpackUpstreamFlow, ALiftedMatchLeftUnconvertedKeepsThePassOrderAt257ef3a853) {
+  auto late = fixture().registry.make("xnnpack", {{"flow", "upstream"}, {"guard", "lift-257ef3a853"}});
+  const Case c = masked_call(16);
+  Graph g0 = late->entry(c);
+  const SdpaPatternMatch traced = match_sdpa_pattern(g0).at(0);
+  for (int n : traced.nodes)
+    if (g0.nodes[n].op == kExpandCopy) {
+      const ValueRef in = std::get<ValueRef>(g0.nodes[n].args[0]);
+      g0.nodes[in.node].outputs[in.output].shape[1] = SymExpr(1);
+    }
+  Graph g = g0;
+  for (const Pass* p : late->passes()) g = p->run(g, c.shape_env()).graph;
+  ASSERT_EQ(match_sdpa_pattern(g, PatternForms::scalar_and_lifted).size(), 1u) << "lifted, kept, not converted";
+  EXPECT_EQ(g.count(kSdpaOp), 0);
+  EXPECT_TRUE(late->invariants(c, g0, g).empty()) << late->invariants(c, g0, g)[0];
 }
 
 // At 257ef3a853 the lift takes the scale MULs too: upstream they run on

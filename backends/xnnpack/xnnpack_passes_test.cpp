@@ -279,6 +279,45 @@ TEST(XnnpackPasses, AnIntLiteralEndsMainsScaleSearchAndIsPassedOverAt257ef3a853)
             0.25);
 }
 
+// The lifted pattern copy as SubgraphMatcher(ignore_literals=True) takes
+// it: a get_attr tensor of any shape in a MUL's operand, or a literal; a
+// constant both MULs read is one target node matched twice, which it
+// refuses. get_scale then reads a one-element constant, and passes over a
+// larger one and a literal (none left: "Could not find scale").
+TEST(XnnpackPasses, TheLiftedPatternTakesAnyConstantTensorOrALiteralAndGetScaleReadsOneElement) {
+  const Case c = masked_call(16);
+  const Graph lifted = LiftConstantScalarOperandsPass(false).run(pattern_entry_graph(c), c.shape_env()).graph;
+  const auto forms = PatternForms::scalar_and_lifted;
+  const ConvertToSDPAPass late(ScaleRecovery::upstream, forms);
+  ASSERT_EQ(match_sdpa_pattern(lifted, forms).size(), 1u);
+  const std::vector<int> muls = match_sdpa_pattern(lifted, forms)[0].scale_muls;
+  // MUL `mul`'s constant (and its node's shape) set to `value`.
+  const auto set_constant = [&](Graph& g, int mul, const Tensor& value) {
+    const ValueRef c = std::get<ValueRef>(g.nodes[mul].args[1]);
+    g.constants.at(std::get<std::string>(g.nodes[c.node].args[0])) = value;
+    g.nodes[c.node].outputs[0].shape.assign(value.shape.begin(), value.shape.end());
+  };
+  // q's constant of shape [1]: matched, and its item() read.
+  Graph one = lifted;
+  set_constant(one, muls[0], Tensor(DType::f32, {1}, 0.5));
+  ASSERT_EQ(match_sdpa_pattern(one, forms).size(), 1u);
+  EXPECT_EQ(recover_scale(one, match_sdpa_pattern(one, forms)[0], ScaleRecovery::upstream, forms), 0.25);
+  // q's of two elements: matched, passed over; k's read.
+  Graph two = lifted;
+  set_constant(two, muls[0], Tensor(DType::f32, {2}, 3.0));
+  ASSERT_EQ(match_sdpa_pattern(two, forms).size(), 1u);
+  EXPECT_EQ(recover_scale(two, match_sdpa_pattern(two, forms)[0], ScaleRecovery::upstream, forms), 0.25);
+  // Both MULs of literals: matched, and no scale found.
+  Graph literals = lifted;
+  for (int mul : muls) literals.nodes[mul].args[1] = 0.5;
+  ASSERT_EQ(match_sdpa_pattern(literals, forms).size(), 1u);
+  EXPECT_THROW(late.run(literals, c.shape_env()), ConvertToSdpaError);
+  // One constant read by both MULs: no match.
+  Graph shared = lifted;
+  shared.nodes[muls[1]].args[1] = shared.nodes[muls[0]].args[1];
+  EXPECT_EQ(match_sdpa_pattern(shared, forms).size(), 0u);
+}
+
 TEST(XnnpackPasses, TheRecoveredScaleIsComparedWithTheCallsInUlpsAndSign) {
   TargetRegistry registry;
   register_all_targets(registry);

@@ -255,7 +255,7 @@ class XnnpackFactory : public TargetFactory {
   std::vector<OptionSpec> option_specs() const override {
     return {{"guard", {"none", "lift", kLateLift}, "lift",
              "none: ConvertToSDPAPass alone (snapshot main); lift: LiftConstantScalarOperandsPass (PR #20515 at "
-             "9eac80e90c, merged and then backed out by #22942) before it; lift-257ef3a853: the PR after review, its "
+             "9eac80e90c, merged and then backed out by #22942) before it; lift-257ef3a853: the PR during review, its "
              "lift without the _feeds_sdpa_qk_bmm guard and ConvertToSDPAPass matching the lifted pattern too"},
             {"flow", {"pattern-graph", "upstream"}, "pattern-graph",
              "pattern-graph: ConvertToSDPAPass on the whole traced graph (the design flow, semantics/passes.md §4); "
