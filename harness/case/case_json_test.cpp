@@ -265,6 +265,12 @@ TEST(CaseValidate, SizeLimitsBeforeAllocation) {
   j = example_case();
   j["q_heads"] = 1 << 20;
   EXPECT_NE(error_of(j).find("case.q_heads"), std::string::npos);
+  // A batch past int64 in product: the shape is named, the count not wrapped.
+  j = example_case();
+  j["batch"] = {int64_t{1} << 40, int64_t{1} << 40};
+  e = error_of(j);
+  EXPECT_NE(e.find("[1099511627776, 1099511627776, "), std::string::npos) << e;
+  EXPECT_NE(e.find("more than 9e18 elements"), std::string::npos) << e;
 }
 
 TEST(CaseValidate, SizeExpressionsThatOverflowAreErrors) {

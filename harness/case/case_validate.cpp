@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness/io/json_reader.h"
+#include "harness/ir/tensor.h"
 
 namespace sdpa {
 namespace {
@@ -175,12 +176,15 @@ class Validator {
     return n > 9e18 ? INT64_MAX : static_cast<int64_t>(n);
   }
 
+  // The shape is named with the count: the field is only where to start
+  // looking (a huge batch shows in the query's count as well).
   void check_elements(const std::vector<int64_t>& shape, const std::string& what,
                       const std::string& at) {
     int64_t n = product(shape);
     if (n > limits_.max_tensor_elements)
-      fail(what, at + "has " + std::to_string(n) + " elements, the limit is " +
-                     std::to_string(limits_.max_tensor_elements));
+      fail(what, at + shape_str(shape) + " has " +
+                     (n == INT64_MAX ? std::string("more than 9e18") : std::to_string(n)) +
+                     " elements, the limit is " + std::to_string(limits_.max_tensor_elements));
   }
 
   std::optional<Assignment> hint_assignment() const {
