@@ -282,7 +282,11 @@ class TargetCampaign {
     for (const auto& [seed, size] : draws) {
       if (drawn_.size() == static_cast<size_t>(kCasesDrawnAhead)) break;
       try {
-        drawn_.push_back({seed, size, draw(seed, size)});
+        Generated g = draw(seed, size);
+        // Freed now, while its nodes are in cache: after the check, freeing
+        // it took 2.7% of a campaign. A case that fails draws it again.
+        g.shrinkable.reset();
+        drawn_.push_back({seed, size, std::move(g)});
       } catch (...) {
         if (drawn_.empty()) throw;
         break;
@@ -359,7 +363,7 @@ class TargetCampaign {
       return;
     }
     send_queued();
-    // A case a worker drew is drawn again here for its shrink tree.
+    // A case drawn in a run, here or by a worker, is drawn again for its shrink tree.
     if (!g.shrinkable) g.shrinkable = generate(i).shrinkable;
     record(i, *g.shrinkable, f.failure_key());
   }
