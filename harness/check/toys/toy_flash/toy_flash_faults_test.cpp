@@ -323,8 +323,10 @@ TEST(CampaignJobs, WorkersDrawTheCasesThisProcessDraws) {
 
 // In process, the shard's cases are drawn kCasesDrawnAhead at a time, each
 // run before its first case is checked, and never past the campaign's end.
+// (The sound guard: a case with a new finding is drawn once more, for its
+// shrink tree, which would add to the count.)
 TEST(CampaignInProcess, DrawsTheShardsNextCasesInARunBeforeCheckingOne) {
-  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  auto target = fixture().registry.make("toy-flash", {});
   auto draws = std::make_shared<int64_t>(0);
   const CaseGeneratorFactory counting = counting_generators(draws);
   CampaignOptions o = campaign_options(5, 41, 0, false, 1);
@@ -338,6 +340,22 @@ TEST(CampaignInProcess, DrawsTheShardsNextCasesInARunBeforeCheckingOne) {
   EXPECT_EQ(drawn_when_checked[kCasesDrawnAhead - 1], kCasesDrawnAhead);
   EXPECT_EQ(drawn_when_checked[kCasesDrawnAhead], 20);
   EXPECT_EQ(drawn_when_checked.back(), 20);
+}
+
+// A case drawn in a run keeps no shrink tree (freed at the draw, while in
+// cache): a case with a new finding is drawn once more to be shrunk, and
+// no other is.
+TEST(CampaignInProcess, ACaseWithANewFindingIsDrawnAgainForItsShrinkTree) {
+  auto target = fixture().registry.make("toy-flash", {{"guard", "unguarded"}});
+  auto draws = std::make_shared<int64_t>(0);
+  const CaseGeneratorFactory counting = counting_generators(draws);
+  CampaignOptions o = campaign_options(5, 40, 0, false, 1);
+  int64_t failures = 0;
+  o.on_case = [&](const Case&, const CaseResult& r) { failures += r.primary() != nullptr; };
+  const TargetRun r = run_target_campaign(*target, *fixture().reference, counting, o);
+  ASSERT_FALSE(r.findings.empty());
+  ASSERT_GT(failures, static_cast<int64_t>(r.findings.size())) << "some failures repeat a finding";
+  EXPECT_EQ(*draws, 40 + static_cast<int64_t>(r.findings.size()));
 }
 
 // Drawn in runs, in process or by workers, each iteration's case is the one
