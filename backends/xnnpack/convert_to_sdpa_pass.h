@@ -36,8 +36,10 @@ inline constexpr const char* kNoSdpaVisitor =
 /// get_scale on one match. Main (PatternForms::scalar): the first
 /// mul.Scalar's literal, or none when it is not a float. PR #20515 at
 /// 257ef3a853 (scalar_and_lifted): the first MUL whose operand reads as a
-/// float, a literal or a lifted 0-dim constant's item(), MULs with an int
-/// literal passed over. Either value is rounded to the MUL's dtype and squared.
+/// float (a mul.Scalar's float literal, a mul.Tensor's one-element float
+/// constant's item()), the others passed over (an int literal, a larger
+/// constant, a literal mul.Tensor operand). The value is rounded to the
+/// MUL's dtype and squared.
 std::optional<double> recover_scale(const Graph& g, const SdpaPatternMatch& m, ScaleRecovery r,
                                     PatternForms forms = PatternForms::scalar);
 

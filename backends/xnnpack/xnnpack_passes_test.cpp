@@ -236,7 +236,7 @@ TEST(XnnpackPasses, TheLiftAt257ef3a853TakesTheScaleMulsAndTheLiftedPatternIsSti
   TargetRegistry registry;
   register_all_targets(registry);
   auto late = registry.make("xnnpack", {{"guard", "lift-257ef3a853"}});
-  auto main = registry.make("xnnpack", {{"guard", "none"}});
+  auto on_main = registry.make("xnnpack", {{"guard", "none"}});
   for (DType t : {DType::f32, DType::f16}) {
     const Case c = masked_call(64, t);  // sqrt(1/8) is in neither dtype: both recoveries round it
     const Graph g0 = late->entry(c);
@@ -253,7 +253,7 @@ TEST(XnnpackPasses, TheLiftAt257ef3a853TakesTheScaleMulsAndTheLiftedPatternIsSti
     EXPECT_EQ(g1.count("get_attr"), 0) << "the lifted constants went with the pattern";
     EXPECT_EQ(sdpa_scale(g1), sdpa_scale(convert(c))) << dtype_name(t);
     // No pass-order break; the recovered scale's ulps as on main.
-    EXPECT_EQ(late->invariants(c, g0, g1), main->invariants(c, g0, convert(c))) << dtype_name(t);
+    EXPECT_EQ(late->invariants(c, g0, g1), on_main->invariants(c, g0, convert(c))) << dtype_name(t);
   }
 }
 
