@@ -53,10 +53,11 @@ void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r, IsolatedCases* i
   r.corpus_invalid = t.invalid;
 }
 
-// The smallest case of each class, as a corpus file replaying the head policy.
+// The case each class shows (example(): the smallest, a newly unsound one
+// ending in a finding first), as a corpus file replaying the head policy.
 void write_cases(const GateArgs& a, const Options& head, GateReport& r) {
   for (GateClass c : gate_classes()) {
-    const GateChange* s = smallest(r.comparison.changes.at(c));
+    const GateChange* s = example(c, r.comparison.changes.at(c));
     if (!s) continue;
     CorpusEntry e;
     e.target = a.target;

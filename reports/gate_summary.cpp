@@ -52,9 +52,14 @@ std::string gate_markdown(const GateReport& r) {
     o << "| " << gate_class_name(c) << " | " << r.comparison.changes.at(c).size() << " | " << effect << " |\n";
   }
   for (GateClass c : gate_classes()) {
-    const GateChange* s = smallest(r.comparison.changes.at(c));
+    const GateChange* s = example(c, r.comparison.changes.at(c));
     if (!s) continue;
-    o << "\n### " << gate_class_name(c) << ": smallest case\n\n`" << case_summary(s->head.c) << "`\n\n"
+    // example() may pass over smaller cases for one that shows the defect.
+    const char* which = s == smallest(r.comparison.changes.at(c)) ? ""
+                        : s->head.verdict != s->base.verdict     ? " ending in a new finding"
+                                                                 : " ending in a finding";
+    o << "\n### " << gate_class_name(c) << ": smallest case" << which
+      << "\n\n`" << case_summary(s->head.c) << "`\n\n"
       << (s->head.node.empty() ? "" : "- node: `" + s->head.node + "` (pass " + s->head.pass + ")\n")
       << "- before: " << decision_words(s->base) << "\n"
       << "- after: " << decision_words(s->head) << "\n";
@@ -86,7 +91,7 @@ nlohmann::json gate_json(const GateReport& r) {
     cls["count"] = r.comparison.changes.at(c).size();
     cls["indices"] = nlohmann::json::array();
     for (const auto& ch : r.comparison.changes.at(c)) cls["indices"].push_back(ch.head.index);
-    if (const GateChange* s = smallest(r.comparison.changes.at(c))) {
+    if (const GateChange* s = example(c, r.comparison.changes.at(c))) {
       cls["smallest"] = case_summary(s->head.c);
       if (!s->base.refuted_at.empty()) cls["smallest_base_refuted_at"] = s->base.refuted_at;
       if (!s->head.refuted_at.empty()) cls["smallest_head_refuted_at"] = s->head.refuted_at;

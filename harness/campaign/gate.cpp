@@ -268,4 +268,22 @@ const GateChange* smallest(const std::vector<GateChange>& changes) {
   return best;
 }
 
+const GateChange* example(GateClass cls, const std::vector<GateChange>& changes) {
+  if (cls != GateClass::newly_unsound) return smallest(changes);
+  // Tiers: the head's case ends in a finding the base's did not end in; in
+  // a finding; any. The smallest of the first tier that has one.
+  const auto failing = [](const GateDecision& d) {
+    const auto v = parse_verdict(d.verdict);
+    return v && is_failure(*v);
+  };
+  std::vector<GateChange> tier[2];
+  for (const auto& ch : changes)
+    if (failing(ch.head)) tier[ch.head.verdict == ch.base.verdict].push_back(ch);
+  for (const auto& t : tier)
+    if (const GateChange* f = smallest(t))
+      for (const auto& ch : changes)
+        if (ch.head.index == f->head.index && ch.head.node == f->head.node) return &ch;
+  return smallest(changes);
+}
+
 }  // namespace sdpa

@@ -83,4 +83,11 @@ GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile&
 /// The change of a class with the smallest case (fewest q, k, v elements).
 const GateChange* smallest(const std::vector<GateChange>& changes);
 
+/// The change a report shows for class `cls`: the smallest, except that a
+/// newly unsound decision is shown, where one does, on the smallest case the
+/// head policy leaves with a finding the base policy did not give it, then
+/// on the smallest with any finding, before a smaller case that a later
+/// step leaves unsupported or that fails the same way under both.
+const GateChange* example(GateClass cls, const std::vector<GateChange>& changes);
+
 }  // namespace sdpa

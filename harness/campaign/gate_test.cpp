@@ -93,6 +93,26 @@ TEST(Gate, SmallestCaseOfAClass) {
   EXPECT_EQ(smallest({}), nullptr);
 }
 
+// A newly unsound decision is shown on a case whose verdict is the defect,
+// before a smaller one a later step leaves unsupported; other classes
+// show the smallest.
+TEST(Gate, ANewlyUnsoundExampleEndsInAFailureBeforeASmallerUnsupportedCase) {
+  GateChange unsupported{decision(0, false, false, 3), decision(0, true, false, 3)};
+  unsupported.head.verdict = "unsupported";
+  GateChange rounded{decision(1, false, false, 9), decision(1, true, false, 9)};
+  rounded.head.verdict = "rounded-constant";
+  const std::vector<GateChange> changes{unsupported, rounded};
+  EXPECT_EQ(example(GateClass::newly_unsound, changes)->head.index, 1);
+  EXPECT_EQ(example(GateClass::newly_rewritten_sound, changes)->head.index, 0);
+  EXPECT_EQ(example(GateClass::newly_unsound, {unsupported})->head.index, 0);
+  EXPECT_EQ(example(GateClass::newly_unsound, {}), nullptr);
+  // A finding the base already gave the case comes after one it did not.
+  GateChange same{decision(2, false, false, 2), decision(2, true, false, 2)};
+  same.base.verdict = same.head.verdict = "invalid-rewrite";
+  EXPECT_EQ(example(GateClass::newly_unsound, {same, rounded, unsupported})->head.index, 1);
+  EXPECT_EQ(example(GateClass::newly_unsound, {same, unsupported})->head.index, 2);
+}
+
 TEST(Gate, SamplesMustMatch) {
   EXPECT_THROW(compare_decisions(file({decision(0, true, true)}), file({})), InputError);
   EXPECT_THROW(compare_decisions(file({decision(0, true, true, 4)}), file({decision(0, true, true, 5)})), InputError);
