@@ -140,7 +140,7 @@ void add_gate_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--allow-missed", a->allow_missed, "newly missed rewrites do not fail the gate");
   cmd->add_option("--corpus", a->corpus, "corpus folder to replay (skipped when it does not exist)");
   cmd->add_option("--smoke", a->smoke, "fixed-seed smoke campaign size for the head policy")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--out", a->out, "folder for gate.md, gate.json and the smallest case of each class");
+  cmd->add_option("--out", a->out, "folder for gate.md, gate.json and the case each class shows");
   cmd->callback([a, &w, &exit_code] { exit_code = run_gate(*a, w); });
 }
 

@@ -20,6 +20,14 @@ std::vector<std::string> GateReport::failures() const {
 
 namespace {
 
+// Which case of a class the report shows: example() may pass over smaller
+// cases for one that shows the defect.
+std::string example_rule(const std::vector<GateChange>& changes, const GateChange& shown) {
+  if (&shown == smallest(changes)) return "smallest case";
+  return shown.head.verdict != shown.base.verdict ? "smallest case ending in a new finding"
+                                                  : "smallest case ending in a finding";
+}
+
 // "kept (rule R), unsound (rejected); refuted at s0 = 3 (...)".
 std::string decision_words(const GateDecision& d) {
   std::string out = (d.rewrite ? "rewritten" : "kept (rule " + d.rule + ")") + (d.sound ? ", sound" : ", unsound") +
@@ -54,11 +62,7 @@ std::string gate_markdown(const GateReport& r) {
   for (GateClass c : gate_classes()) {
     const GateChange* s = example(c, r.comparison.changes.at(c));
     if (!s) continue;
-    // example() may pass over smaller cases for one that shows the defect.
-    const char* which = s == smallest(r.comparison.changes.at(c)) ? ""
-                        : s->head.verdict != s->base.verdict     ? " ending in a new finding"
-                                                                 : " ending in a finding";
-    o << "\n### " << gate_class_name(c) << ": smallest case" << which
+    o << "\n### " << gate_class_name(c) << ": " << example_rule(r.comparison.changes.at(c), *s)
       << "\n\n`" << case_summary(s->head.c) << "`\n\n"
       << (s->head.node.empty() ? "" : "- node: `" + s->head.node + "` (pass " + s->head.pass + ")\n")
       << "- before: " << decision_words(s->base) << "\n"
@@ -92,7 +96,8 @@ nlohmann::json gate_json(const GateReport& r) {
     cls["indices"] = nlohmann::json::array();
     for (const auto& ch : r.comparison.changes.at(c)) cls["indices"].push_back(ch.head.index);
     if (const GateChange* s = example(c, r.comparison.changes.at(c))) {
-      cls["smallest"] = case_summary(s->head.c);
+      cls["smallest"] = case_summary(s->head.c);  // the case shown, as example_rule says
+      cls["example_rule"] = example_rule(r.comparison.changes.at(c), *s);
       if (!s->base.refuted_at.empty()) cls["smallest_base_refuted_at"] = s->base.refuted_at;
       if (!s->head.refuted_at.empty()) cls["smallest_head_refuted_at"] = s->head.refuted_at;
     }

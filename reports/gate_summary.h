@@ -16,7 +16,7 @@ struct GateReport {
   std::string base_label, head_label;  // "guard=upstream", "decisions file x.json", ...
   uint64_t seed = 1;
   GateComparison comparison;
-  std::map<GateClass, std::string> case_files;  // the smallest case of each class, as a corpus file
+  std::map<GateClass, std::string> case_files;  // the case each class shows (example()), as a corpus file
   int64_t corpus_files = 0, corpus_regressions = 0, corpus_invalid = 0;
   int64_t smoke_cases = 0, smoke_failures = 0;
   bool allow_missed = false;

@@ -192,8 +192,8 @@ class TargetCampaign {
     for (auto& f : r.findings) f.failure_class = target_.failure_class(c);
   }
 
-  // A generated case: its shrink tree (none for a case a worker drew, until
-  // it is to be shrunk), and its result once checked.
+  // A generated case: its shrink tree (none for a case drawn in a run, here
+  // or by a worker, until it is to be shrunk), and its result once checked.
   struct Generated {
     std::optional<rc::Shrinkable<Case>> shrinkable;
     Case c;  // default when a worker sent only its variant and summary

@@ -107,7 +107,7 @@ TEST(Gate, ANewlyUnsoundExampleEndsInAFailureBeforeASmallerUnsupportedCase) {
   EXPECT_EQ(example(GateClass::newly_unsound, {unsupported})->head.index, 0);
   EXPECT_EQ(example(GateClass::newly_unsound, {}), nullptr);
   // A finding the base already gave the case comes after one it did not.
-  GateChange same{decision(2, false, false, 2), decision(2, true, false, 2)};
+  GateChange same{decision(2, false, false, 5), decision(2, true, false, 5)};
   same.base.verdict = same.head.verdict = "invalid-rewrite";
   EXPECT_EQ(example(GateClass::newly_unsound, {same, rounded, unsupported})->head.index, 1);
   EXPECT_EQ(example(GateClass::newly_unsound, {same, unsupported})->head.index, 2);
