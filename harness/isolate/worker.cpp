@@ -301,7 +301,7 @@ void Worker::submit(const nlohmann::json& request) {
   ++unsent_;
 }
 
-std::optional<WorkerDeath> Worker::died(Verdict verdict, const std::string& detail) {
+std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::died(Verdict verdict, const std::string& detail) {
   WorkerDeath death = reap(verdict, detail);
   const bool retry = looking_;  // the death may have come from a look at a later request
   if (retry) lookahead_off_ = true;
@@ -321,10 +321,7 @@ std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool re
     // A worker gone while a request was sent may still have answered the
     // ones before it: its replies are read first.
     nlohmann::json reply;
-    if (!in_.next(fd_, reply)) {
-      if (auto death = died(Verdict::crash, "")) return *death;
-      return std::nullopt;
-    }
+    if (!in_.next(fd_, reply)) return died(Verdict::crash, "");
     pending_.pop_front();
     begin_ = Clock::now();
     if (auto it = reply.find("ok"); it != reply.end()) return std::move(*it);
@@ -332,13 +329,11 @@ std::optional<std::variant<nlohmann::json, WorkerDeath>> Worker::collect(bool re
     throw std::runtime_error(reply.value("error", std::string("worker: malformed reply")));
   }
   double seconds = std::chrono::duration<double>(Clock::now() - begin_).count();
-  std::optional<WorkerDeath> death;
   if (limits_.timeout_s > 0 && seconds > limits_.timeout_s)
-    death = died(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
-  else if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb)
-    death = died(Verdict::oom, "the worker's resident memory passed the limit of " +
-                                   std::to_string(limits_.rss_limit_mb) + " MiB");
-  if (death) return *death;
+    return died(Verdict::timeout, "the case ran past the time limit of " + seconds_text(limits_.timeout_s));
+  if (limits_.rss_limit_mb > 0 && statm_mib(pid_, 1) > limits_.rss_limit_mb)
+    return died(Verdict::oom, "the worker's resident memory passed the limit of " +
+                                  std::to_string(limits_.rss_limit_mb) + " MiB");
   return std::nullopt;
 }
 

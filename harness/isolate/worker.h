@@ -129,10 +129,11 @@ class Worker {
 
  private:
   void start();
-  /// The oldest request's death, the ones queued behind it sent to a new
-  /// worker; none when the worker looked ahead (WorkerLookahead), every
-  /// request then sent again to a new worker that does not.
-  std::optional<WorkerDeath> died(Verdict verdict, const std::string& detail);
+  /// The oldest request's death (as collect() returns it), the ones queued
+  /// behind it sent to a new worker; none when the worker looked ahead
+  /// (WorkerLookahead), every request then sent again to a new worker that
+  /// does not.
+  std::optional<std::variant<nlohmann::json, WorkerDeath>> died(Verdict verdict, const std::string& detail);
   WorkerDeath reap(Verdict verdict, const std::string& detail);
 
   Handler handler_;
