@@ -270,20 +270,19 @@ const GateChange* smallest(const std::vector<GateChange>& changes) {
 
 const GateChange* example(GateClass cls, const std::vector<GateChange>& changes) {
   if (cls != GateClass::newly_unsound) return smallest(changes);
-  // Tiers: the head's case ends in a finding the base's did not end in; in
-  // a finding; any. The smallest of the first tier that has one.
-  const auto failing = [](const GateDecision& d) {
-    const auto v = parse_verdict(d.verdict);
-    return v && is_failure(*v);
+  // Tier 0: the head's case ends in a finding the base's did not end in;
+  // 1: in a finding; 2: any. The smallest case of the lowest tier.
+  const auto tier = [](const GateChange& ch) {
+    const auto v = parse_verdict(ch.head.verdict);
+    if (!v || !is_failure(*v)) return 2;
+    return ch.head.verdict == ch.base.verdict ? 1 : 0;
   };
-  std::vector<GateChange> tier[2];
+  const GateChange* best = nullptr;
   for (const auto& ch : changes)
-    if (failing(ch.head)) tier[ch.head.verdict == ch.base.verdict].push_back(ch);
-  for (const auto& t : tier)
-    if (const GateChange* f = smallest(t))
-      for (const auto& ch : changes)
-        if (ch.head.index == f->head.index && ch.head.node == f->head.node) return &ch;
-  return smallest(changes);
+    if (!best || tier(ch) < tier(*best) ||
+        (tier(ch) == tier(*best) && case_size(ch.head.c) < case_size(best->head.c)))
+      best = &ch;
+  return best;
 }
 
 }  // namespace sdpa
