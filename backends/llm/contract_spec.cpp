@@ -66,6 +66,9 @@ RuleOutcome mask_shape_rule(const Case& c, const SizeRules& sizes) {
 
 bool is_kernel_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
+// The dtypes custom_sdpa runs: float32 only before 411a01e1b9 (§1.10).
+bool runs_dtype(DType t, const EtRevision& rev) { return rev.float_only ? t == DType::f32 : is_kernel_dtype(t); }
+
 }  // namespace
 
 std::vector<Assignment> sizes_to_try(const std::map<std::string, SymbolInfo>& symbols, int64_t max_points) {
@@ -95,12 +98,12 @@ std::vector<Assignment> sizes_to_try(const std::map<std::string, SymbolInfo>& sy
   return out;
 }
 
-std::vector<RuleOutcome> contract_spec(const Case& c, bool assume_causal_mask) {
+std::vector<RuleOutcome> contract_spec(const Case& c, bool assume_causal_mask, const EtRevision& rev) {
   std::vector<RuleOutcome> out;
   const SizeRules sizes(c);
   const size_t rank = c.batch.size() + 3;  // [batch..., H, L, D]
   out.push_back({"rank", rank == 4, "q, k, v of rank " + std::to_string(rank)});
-  out.push_back({"dtype", is_kernel_dtype(c.dtype), std::string("dtype ") + dtype_name(c.dtype)});
+  out.push_back({"dtype", runs_dtype(c.dtype, rev), std::string("dtype ") + dtype_name(c.dtype)});
   out.push_back(heads_rule(c));
   out.push_back({"head-dims", c.head_dim == c.value_dim,
                  "E " + std::to_string(c.head_dim) + ", Ev " + std::to_string(c.value_dim)});

@@ -5,6 +5,7 @@
 /// breaks, so a guard that mis-evaluates a rule cannot vouch for itself.
 #include <vector>
 
+#include "backends/llm/executorch_revision.h"
 #include "harness/case/case.h"
 #include "harness/ir/shape_env.h"
 
@@ -18,8 +19,9 @@ namespace sdpa::llm {
 /// at every size the symbols allow; the detail of a broken one names a
 /// size where it fails. `assume_causal_mask` is the pass's constructor
 /// argument: the mask is dropped and the call is causal before any rule
-/// reads them (the spec's form of `assume-causal-first`).
-std::vector<RuleOutcome> contract_spec(const Case& c, bool assume_causal_mask);
+/// reads them (the spec's form of `assume-causal-first`). `rev`: the
+/// ExecuTorch tree whose custom_sdpa the rewrite calls (its dtypes).
+std::vector<RuleOutcome> contract_spec(const Case& c, bool assume_causal_mask, const EtRevision& rev = {});
 
 /// The sizes in range where a size relation must be tried: every size when
 /// the symbol box holds at most `max_points` points, else every corner of

@@ -49,7 +49,7 @@ std::string outcomes(const std::vector<RuleOutcome>& rules) {
 
 // Rules on which the guard and the spec differ, by name and outcome.
 std::set<std::string> disagreements(const Case& c, const PassConfig& cfg) {
-  auto spec = contract_spec(c, cfg.assume_causal_mask);
+  auto spec = contract_spec(c, cfg.assume_causal_mask, cfg.revision);
   auto guard = guard_rules(c, cfg);
   std::set<std::string> out;
   std::map<std::string, bool> g;
@@ -81,6 +81,27 @@ TEST(ContractSpec, AgreesWithTheContractGuardRuleByRule) {
       if (HasFailure()) return;
     }
   EXPECT_GT(breaking, 1000);  // the sample breaks rules, not only passes them
+}
+
+// Each ExecuTorch tree: the dtype rule follows its custom_sdpa, in the
+// spec and the guard alike, and an earlier tree's spec breaks it on the
+// half-precision calls main takes.
+TEST(ContractSpec, AgreesWithTheGuardOnEveryExecuTorchTree) {
+  for (const auto& [name, revision] : et_revisions()) {
+    PassConfig cfg = contract();
+    cfg.revision = revision;
+    int half = 0, half_refused = 0;
+    for (const Case& c : cases()) {
+      auto d = disagreements(c, cfg);
+      EXPECT_TRUE(d.empty()) << name << ": " << case_summary(c);
+      if (HasFailure()) return;
+      if (c.dtype != DType::f16 && c.dtype != DType::bf16) continue;
+      ++half;
+      for (const auto& r : contract_spec(c, false, revision)) half_refused += r.rule == "dtype" && !r.passed;
+    }
+    ASSERT_GT(half, 100) << name;
+    EXPECT_EQ(half_refused, revision.float_only ? half : 0) << name;
+  }
 }
 
 struct Wrong {

@@ -33,19 +33,23 @@ using Kind = KernelError::Kind;
 
 // validate_flash_attention_args: each failed sub-check logs its own text,
 // then the caller logs "Invalid arguments".
-void validate_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask) {
+// An earlier tree (`rev`) takes Float q only, or a mask of q's dtype.
+void validate_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const EtRevision& rev) {
   auto invalid = [](const std::string& text) { recoverable(text + "; Invalid arguments"); };
   if (q.dim() != 4) invalid("query must be a 4D tensor");
   if (k.dim() != 4) invalid("key must be a 4D tensor");
   if (v.dim() != 4) invalid("value must be a 4D tensor");
   if (q.size(3) != v.size(3) || k.size(3) != v.size(3))
     invalid("scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size");
+  if (rev.float_only && q.dtype != DType::f32 && q.dtype != DType::i8) invalid("Query must be Float type");
   if (q.dtype != DType::f32 && q.dtype != DType::f16 && q.dtype != DType::bf16 && q.dtype != DType::i8)
     invalid("Query must be Float, Half, BFloat16, or Char type");
   if (k.dtype != q.dtype || v.dtype != q.dtype)
     invalid("Key and Value must have the same data type as Query");
   if (mask && mask->dim() != 2) invalid("Attention mask must be a 2D tensor");
-  if (mask && mask->dtype != DType::f32) invalid("Attention mask must be a Float tensor");
+  // The earlier check's text repeats the rank check's: upstream's own slip.
+  if (mask && rev.mask_dtype_of_query && mask->dtype != q.dtype) invalid("Attention mask must be a 2D tensor");
+  if (mask && !rev.mask_dtype_of_query && mask->dtype != DType::f32) invalid("Attention mask must be a Float tensor");
 }
 
 // Scalar arithmetic of one numerics: double, or the kernel's f32. The f32
@@ -69,10 +73,10 @@ struct Shapes {
 
 class FlashAttention {
  public:
-  FlashAttention(const KernelArgs& a, Numerics n, KernelFault fault, int64_t threads)
+  FlashAttention(const KernelArgs& a, Numerics n, KernelFault fault, int64_t threads, const EtRevision& rev)
       : q_(a.tensor(0)), k_(a.tensor(1)), v_(a.tensor(2)), mask_(a.optional_tensor(4)),
         has_mask_(mask_ && mask_->numel() > 0), arith_{n == Numerics::exact, fault.pv_accumulation},
-        fault_(fault), out_dtype_(a.out_dtype()), threads_(threads) {
+        fault_(fault), rev_(rev), out_dtype_(a.out_dtype()), threads_(threads) {
     start_pos_ = a.integer(3);
     is_causal_ = a.flag(6, false);
     s_ = {q_.size(0), q_.size(1), q_.size(2), q_.size(3), v_.size(1), k_.size(2), v_.size(3)};
@@ -235,7 +239,8 @@ class FlashAttention {
     // In a query block's first visited block row_max is -inf, so exp_tmp is
     // 0 and a finite carried sum drops out, but 0 * NaN keeps a NaN one.
     const double m_new = row_max > block_max ? row_max : block_max;
-    if (m_new == -std::numeric_limits<double>::infinity()) {
+    // Before f3e8972de6 there was no skip: exp(-inf - -inf) is NaN below.
+    if (m_new == -std::numeric_limits<double>::infinity() && !rev_.nan_for_masked_block) {
       // A fully masked block: P is zero-filled, max and sum stay, but the
       // block's P @ V still runs: 0 * V, NaN where V holds inf or NaN.
       for (int64_t e = 0; e < s_.Dv; ++e)
@@ -269,6 +274,7 @@ class FlashAttention {
   bool has_mask_;
   Arith arith_;
   KernelFault fault_;
+  EtRevision rev_;
   DType out_dtype_;
   int64_t threads_;
   int64_t start_pos_ = 0;
@@ -288,25 +294,26 @@ int64_t q_split_size(int64_t Lq) {
 namespace {
 
 // The call with its arguments bound (KernelArgs::bound).
-std::vector<Tensor> custom_sdpa(const KernelArgs& a, Numerics numerics, KernelFault fault, int64_t threads) {
+std::vector<Tensor> custom_sdpa(const KernelArgs& a, Numerics numerics, KernelFault fault, int64_t threads,
+                                const EtRevision& rev) {
   const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
   const Tensor* mask = a.optional_tensor(4);
   if (mask && a.flag(6, false)) recoverable("attn_mask and is_causal cannot be set at the same time");
-  validate_args(q, k, v, mask);
+  validate_args(q, k, v, mask, rev);
   if (q.dtype == DType::i8)
     throw KernelError(KernelError::Kind::unsupported, "quantized (Char) custom_sdpa is not modeled");
   (void)a.real(5, 0.0);  // drpout_p: ignored upstream, whatever its value
-  return one_output(FlashAttention(a, numerics, fault, threads).run());
+  return one_output(FlashAttention(a, numerics, fault, threads, rev).run());
 }
 
 }  // namespace
 
-KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault, int64_t threads) {
-  return [numerics, fault, threads](const KernelArgs& call) {
+KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault, int64_t threads, EtRevision rev) {
+  return [numerics, fault, threads, rev](const KernelArgs& call) {
     // The schema's parameters after value are positional-or-keyword.
     std::optional<KernelArgs> storage;
     return custom_sdpa(call.bound(3, {"start_pos", "attn_mask", "drpout_p", "is_causal", "scale"}, storage),
-                       numerics, fault, threads);
+                       numerics, fault, threads, rev);
   };
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 /// A model of ExecuTorch's llama::custom_sdpa CPU kernel (op_sdpa.cpp and
 /// op_sdpa_impl.h at executorch main cff6f4dd32), semantics/llm-and-cuda.md §1.
+#include "backends/llm/executorch_revision.h"
 #include "harness/ir/kernel_set.h"
 #include "harness/ir/kernels/reference_kernels.h"
 
@@ -29,8 +30,9 @@ struct KernelFault {
 
 /// `threads`: the ExecuTorch threadpool's thread count (1: a build without
 /// ET_USE_THREADPOOL, or a one-thread pool), which decides which query
-/// blocks share a scratch and so inherit each other's row sums.
-KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault = {}, int64_t threads = 1);
+/// blocks share a scratch and so inherit each other's row sums. `rev`: the
+/// ExecuTorch tree whose argument checks it makes (main by default).
+KernelFn custom_sdpa_kernel(Numerics numerics, KernelFault fault = {}, int64_t threads = 1, EtRevision rev = {});
 
 /// Lanes of at::vec::Vectorized<float> (32 bytes: the default, AVX2 and NEON
 /// builds), which split _mul_reduce_max_fusion_kernel into a vector part

@@ -38,8 +38,11 @@ void meta_check_mask(const ValueInfo& mask) {
 // custom_sdpa's Meta passes key and value as both key/value and the caches:
 // the cache asserts are the ones that speak of sizes. q, k and v share one
 // dtype in every graph here, so the key and value dtype asserts never fire.
-void meta_check_qkv(const Graph& g, ValueRef q, ValueRef k, ValueRef v, const ShapeEnv& env) {
+// Before 411a01e1b9 (EtRevision::float_only) the query assert took float32 only.
+void meta_check_qkv(const Graph& g, ValueRef q, ValueRef k, ValueRef v, const ShapeEnv& env, const EtRevision& rev) {
   const DType t = g.info(q).dtype;
+  if (rev.float_only && t != DType::f32)
+    throw std::runtime_error(std::string(kAssert) + "Expected query to be float32 but got " + torch_dtype(t));
   if (t != DType::f32 && t != DType::bf16 && t != DType::f16)
     throw std::runtime_error(std::string(kAssert) + "Expected query to be float32, bfloat16, or float16 but got " +
                              torch_dtype(t));

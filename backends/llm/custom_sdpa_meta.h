@@ -3,6 +3,7 @@
 /// custom_ops.py, _validate_params, semantics/llm-and-cuda.md §1.6, §2.1
 /// item 7): it runs while export traces the call, so its asserts fail the
 /// pass or module swap that emits the op, with the texts below.
+#include "backends/llm/executorch_revision.h"
 #include "harness/ir/graph.h"
 #include "harness/ir/shape_env.h"
 
@@ -13,9 +14,11 @@ namespace sdpa::llm {
 /// assert's own message, dtypes and sizes as Python prints them.
 void meta_check_mask(const ValueInfo& mask);
 
-/// q's dtype float32, bfloat16 or float16, and key.size() == value.size(),
-/// which a symbolic size answers on its hint, as fake tensors do; throws
+/// q's dtype float32, bfloat16 or float16 (float32 only in a tree
+/// before 411a01e1b9, `rev`), and key.size() == value.size(), which a
+/// symbolic size answers on its hint, as fake tensors do; throws
 /// std::runtime_error.
-void meta_check_qkv(const Graph& g, ValueRef q, ValueRef k, ValueRef v, const ShapeEnv& env);
+void meta_check_qkv(const Graph& g, ValueRef q, ValueRef k, ValueRef v, const ShapeEnv& env,
+                    const EtRevision& rev = {});
 
 }  // namespace sdpa::llm

@@ -113,7 +113,29 @@ class CallFacts {
     return false;
   }
 
+  // Before f3e8972de6: the row's first kv block holds no key it keeps (every
+  // score there -inf: masked, causally dropped at a positive scale, or
+  // -inf from the data), so its running max is -inf and exp(-inf - -inf)
+  // turns its sum and output NaN however the later blocks go.
+  bool first_block_masked(int64_t row) const { return first_block_masked_at(row_of(s_, row)); }
+
  private:
+  bool first_block_masked_at(const Row& r) const {
+    if (!call_.nan_for_masked_block) return false;
+    const int64_t end = std::min(s_.kv_split, read_end(s_, call_, r.i));
+    if (end <= 0) return false;  // no block runs
+    for (int64_t j = 0; j < end; ++j) {
+      if (call_.causal && j > call_.start_pos + r.i) {
+        if (!(scale_ > 0)) return false;  // -inf * scale is NaN or +inf, not -inf
+        continue;
+      }
+      long double x = score(r, j);
+      if (call_.masked) x += mask_at(t_, s_, r.i, j);
+      if (!(x == -INFINITY)) return false;
+    }
+    return true;
+  }
+
   // q.k * scale of row r at key j, in long double.
   long double score(const Row& r, int64_t j) const {
     long double x = 0;
@@ -135,6 +157,7 @@ class CallFacts {
     return known == 1;
   }
   bool compute_row_sum_is_nan(const Row& r) const {
+    if (first_block_masked_at(r)) return true;
     const int64_t end = read_end(s_, call_, r.i);
     for (int64_t j = 0; j < end; ++j) {
       if (call_.causal && j > call_.start_pos + r.i) {
@@ -157,8 +180,8 @@ class CallFacts {
 
 }  // namespace
 
-std::vector<DeclaredDivergence> custom_sdpa_divergences() {
-  return {{kFullyMaskedNan,
+std::vector<DeclaredDivergence> custom_sdpa_divergences(const EtRevision& rev) {
+  std::vector<DeclaredDivergence> out = {{kFullyMaskedNan,
            "custom_sdpa gives NaN for a query row whose every key is masked (no zero-sum "
            "guard: 0 * 1/0); aten gives 0. Masks are runtime data, so no guard can rule it out."},
           {kCausalOverwrite,
@@ -171,6 +194,12 @@ std::vector<DeclaredDivergence> custom_sdpa_divergences() {
            "one scratch, so a NaN row sum (a NaN or +inf score) in one head or query block makes the "
            "same row of every later block of that thread NaN; aten keeps them apart. Tensor data is "
            "runtime data, so no guard can rule it out."}};
+  if (rev.nan_for_masked_block)
+    out.push_back({kMaskedBlockNan,
+                   "custom_sdpa before f3e8972de6 gives NaN for a query row whose first kv block (512 keys) "
+                   "holds no key it keeps: its running max is still -inf there and exp(-inf - -inf) is NaN; "
+                   "aten attends the row's later keys. Masks are runtime data, so no guard can rule it out."});
+  return out;
 }
 
 std::optional<std::string> explain_custom_sdpa_nan(const Case& c, const CaseTensors& t, const Golden& g,
@@ -181,6 +210,7 @@ std::optional<std::string> explain_custom_sdpa_nan(const Case& c, const CaseTens
   for (int64_t r : rows) {
     if (g.fully_masked.at(static_cast<size_t>(r))) continue;
     const char* reason = call.causal && facts.causal_drop_explains(r) ? kCausalOverwrite
+                         : facts.first_block_masked(r)                ? kMaskedBlockNan
                          : facts.carried_sum_explains(r)              ? kCarriedRowSum
                                                                       : nullptr;
     if (!reason) return std::nullopt;

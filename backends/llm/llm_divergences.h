@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/llm/executorch_revision.h"
 #include "harness/check/target.h"
 
 namespace sdpa::llm {
@@ -13,8 +14,10 @@ namespace sdpa::llm {
 inline constexpr const char* kFullyMaskedNan = "custom-sdpa-fully-masked-nan";
 inline constexpr const char* kCausalOverwrite = "custom-sdpa-causal-drops-non-finite";
 inline constexpr const char* kCarriedRowSum = "custom-sdpa-carried-row-sum";
+inline constexpr const char* kMaskedBlockNan = "custom-sdpa-masked-block-nan";
 
-std::vector<DeclaredDivergence> custom_sdpa_divergences();
+/// The divergences of custom_sdpa in the ExecuTorch tree `rev`.
+std::vector<DeclaredDivergence> custom_sdpa_divergences(const EtRevision& rev = {});
 
 /// How an entry form calls custom_sdpa on a case's tensors.
 struct CustomSdpaCall {
@@ -22,6 +25,9 @@ struct CustomSdpaCall {
   bool masked = false;    // the case's mask is passed (additive; a bool one as 0 / -inf)
   int64_t start_pos = 0;
   int64_t threads = 1;    // the threadpool's threads (option "threads")
+  /// A tree before f3e8972de6 (EtRevision::nan_for_masked_block): a row
+  /// whose first kv block holds no key it keeps gets a NaN sum.
+  bool nan_for_masked_block = false;
 };
 
 /// The declared divergence that explains every row of `rows` (query rows of

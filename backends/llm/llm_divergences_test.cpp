@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace sdpa::llm {
@@ -75,6 +76,47 @@ TEST(LlmDivergences, ANanRowSumExplainsTheSameRowOfTheThreadsLaterBlocks) {
   // A later block never reaches an earlier one.
   x.t.q.data[1] = NAN;
   EXPECT_EQ(explain(x, {0}, {false, true, 0, 1}), std::nullopt);
+}
+
+// The tree before f3e8972de6: a row whose first kv block (512 keys) keeps
+// no key is NaN however its later keys go, and its NaN sum reaches the
+// same row of the thread's later blocks; in later trees neither happens.
+TEST(LlmDivergences, BeforeApril2025AFirstBlockWithNoKeptKeyExplainsItsRowAndTheRowsItCarriesTo) {
+  Call x = make(1, 2, 1, 520);
+  x.c.mask = MaskSpec{};
+  x.t.mask = Tensor(DType::f32, {1, 520});
+  for (int64_t j = 0; j < 512; ++j) x.t.mask->data[j] = -INFINITY;
+  CustomSdpaCall before{false, true, 0, 1, true};
+  EXPECT_EQ(explain(x, {0}, before), std::string(kMaskedBlockNan));
+  EXPECT_EQ(explain(x, {0}, {false, true, 0, 1}), std::nullopt);
+  x.t.mask->data[0] = 0.0;  // a kept key in the first block: nothing to explain
+  EXPECT_EQ(explain(x, {0}, before), std::nullopt);
+  // Every key of head 0's row masked (fully masked in golden), head 1 clean:
+  // on one thread head 1's row inherits the NaN sum.
+  Call y = make(1, 2, 1, 3);
+  y.c.mask = MaskSpec{};
+  y.t.mask = Tensor(DType::f32, {1, 3}, -INFINITY);
+  y.g.fully_masked = {1, 1};
+  EXPECT_EQ(explain(y, {0, 1}, {false, true, 0, 1, true}), std::string(kFullyMaskedNan));
+  y.t.mask = Tensor(DType::f32, {1, 3});
+  y.t.q.data[0] = -INFINITY;  // head 0's scores all -inf from the data, head 1's finite
+  y.g.fully_masked = {0, 0};
+  EXPECT_EQ(explain(y, {1}, {false, true, 0, 1, true}), std::string(kCarriedRowSum));
+  EXPECT_EQ(explain(y, {1}, {false, true, 0, 1, false}), std::nullopt);
+  EXPECT_EQ(explain(y, {1}, {false, true, 0, 2, true}), std::nullopt);
+}
+
+// The divergence is declared by the tree that has it only.
+TEST(LlmDivergences, TheMaskedBlockNanIsDeclaredBeforeApril2025Only) {
+  auto names = [](const EtRevision& rev) {
+    std::vector<std::string> out;
+    for (const auto& d : custom_sdpa_divergences(rev)) out.push_back(d.name);
+    return out;
+  };
+  for (const auto& [tree, rev] : et_revisions()) {
+    const auto n = names(rev);
+    EXPECT_EQ(std::count(n.begin(), n.end(), kMaskedBlockNan), tree == "2025-04-24" ? 1 : 0) << tree;
+  }
 }
 
 // Lq = 40: query blocks [0, 32) and [32, 40), one head. Row 33 runs as

@@ -7,19 +7,19 @@
 
 namespace sdpa::llm {
 
-KernelSet custom_ops_kernels(KernelFault fault, int64_t threads) {
+KernelSet custom_ops_kernels(KernelFault fault, int64_t threads, EtRevision rev) {
   KernelSet k("custom_ops");
   const KernelSet& aten = libtorch_kernels();
   for (const auto& op : aten.ops()) k.add(op, *aten.find(op));
   KernelSet portable = make_reference_kernels("portable", Numerics::emulated);
   k.add(kSdpaOp, *portable.find(kSdpaOp));
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, fault, threads));
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::emulated, fault, threads, rev));
   return k;
 }
 
-KernelSet exact_custom_ops(int64_t threads) {
+KernelSet exact_custom_ops(int64_t threads, EtRevision rev) {
   KernelSet k = make_reference_kernels("exact", Numerics::exact);
-  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::exact, {}, threads));
+  k.add(kCustomSdpaOp, custom_sdpa_kernel(Numerics::exact, {}, threads, rev));
   return k;
 }
 

@@ -12,12 +12,13 @@ namespace sdpa::llm {
 
 /// ATen ops from LibTorch, llama.custom_sdpa from the model (with `fault`,
 /// a self-test's deliberate error), and a kept aten SDPA as ExecuTorch
-/// lowers it: its math decomposition on portable kernels. `threads`: the
-/// threadpool custom_sdpa runs on (custom_sdpa_kernel).
-KernelSet custom_ops_kernels(KernelFault fault, int64_t threads = 1);
+/// lowers it: its math decomposition on portable kernels. `threads` and
+/// `rev`: the threadpool custom_sdpa runs on and the ExecuTorch tree it
+/// comes from (custom_sdpa_kernel).
+KernelSet custom_ops_kernels(KernelFault fault, int64_t threads = 1, EtRevision rev = {});
 
 /// The reference kernels in exact numerics, with the exact custom_sdpa.
-KernelSet exact_custom_ops(int64_t threads = 1);
+KernelSet exact_custom_ops(int64_t threads = 1, EtRevision rev = {});
 
 /// The llm targets' option "threads" (one of its choices) as a count.
 int64_t threads_option(const std::map<std::string, std::string>& options);

@@ -8,9 +8,11 @@
 #include <filesystem>
 
 #include "backends/all_targets.h"
+#include "backends/llm/llm_upstream_repro.h"
 #include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/gate.h"
 #include "harness/campaign/replay.h"
 #include "oracles/dual_oracle.h"
 #include "reports/run_summary.h"
@@ -190,6 +192,76 @@ TEST(LlmUpstream, EDifferentFromEvFailsThePassAtExport) {
                                      "torch.Size([1, s0, 1, 4]) and torch.Size([1, s0, 1, 2])"),
             std::string::npos)
       << r.primary()->detail;
+}
+
+// ExecuTorch's tree of 2026-07-07, before custom_sdpa took half precision
+// (411a01e1b9): export of an f16 or bf16 call fails in the pass on the Meta
+// kernel's float32 assert, a finding shrunk and replayed with its option.
+TEST(LlmExecuTorchTrees, BeforeJuly2026HalfPrecisionExportFailsInThePass) {
+  namespace fs = std::filesystem;
+  fs::path corpus = fs::temp_directory_path() / ("sdpacheck_llm_tree_" + std::to_string(::getpid()));
+  fs::remove_all(corpus);
+  TargetRun r = fixture().campaign({{"guard", "upstream"}, {"executorch", "2026-07-07"}}, 600, corpus.string());
+  for (const char* half : {"torch.bfloat16", "torch.float16"}) {
+    const WrittenFinding* w =
+        find(r, "unexpected-error", says(std::string("Expected query to be float32 but got ") + half));
+    ASSERT_NE(w, nullptr) << half << "\n" << run_summary_text({r});
+    EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
+    CorpusEntry e = read_corpus_file(w->file);
+    EXPECT_EQ(e.options.at("executorch"), "2026-07-07");
+    EXPECT_EQ(replay_entry(e, fixture().registry, *fixture().reference).status, ReplayStatus::as_expected);
+  }
+  TargetRun now = fixture().campaign({{"guard", "upstream"}}, 600);
+  EXPECT_EQ(find(now, "unexpected-error", says("Expected query to be float32 but got")), nullptr);
+  fs::remove_all(corpus);
+}
+
+// The module swap on the tree before f3e8972de6, under its contract: every
+// non-finite row the earlier kernel gives where aten is finite is one its
+// declared divergences explain (no nan-mismatch), with and without the mask.
+TEST(LlmExecuTorchTrees, BeforeApril2025TheSwapsContractHasNoUnexplainedFailure) {
+  for (const char* mask : {"false", "true"}) {
+    TargetRun r = fixture().campaign(
+        {{"entry", "sdpa-custom"}, {"use_attention_mask", mask}, {"executorch", "2025-04-24"}}, 1500);
+    for (const char* v : {"unsound-rewrite", "invalid-rewrite", "crash", "unexpected-error", "nan-mismatch",
+                          "inaccurate-kernel", "broken-invariant", "oracle-disagree"})
+      EXPECT_EQ(r.verdicts[v], 0) << mask << " " << v << "\n" << run_summary_text({r});
+    EXPECT_GT(r.verdicts["known-divergence"], 0) << mask;
+    EXPECT_GT(r.verdicts["pass"], 20) << mask;
+  }
+}
+
+// A repro script runs the ExecuTorch installed: one found on an earlier
+// tree says which tree the model was.
+TEST(LlmExecuTorchTrees, AReproOfAnEarlierTreeNamesTheTree) {
+  const UpstreamRepro old = llm_upstream_repro({{"guard", "upstream"}, {"executorch", "2026-07-07"}});
+  ASSERT_EQ(old.deviations.size(), 1u);
+  EXPECT_NE(old.deviations[0].find("option executorch=2026-07-07: the model is ExecuTorch's tree of that date"),
+            std::string::npos)
+      << old.deviations[0];
+  EXPECT_TRUE(llm_upstream_repro({{"guard", "upstream"}, {"executorch", "main"}}).deviations.empty());
+}
+
+// The gate across an ExecuTorch upgrade, 2026-07-07 -> main, on the
+// contract: the half-precision calls the earlier tree's dtype rule kept are
+// rewritten and sound, and no decision on an f32 call changes.
+TEST(LlmExecuTorchTrees, TheContractGainsHalfPrecisionCallsAcrossTheUpgradeAndNoneIsUnsound) {
+  auto decisions = [](const Options& o) {
+    return record_decisions(*fixture().registry.make("llm", o), *fixture().reference, fixture().generators, 3, 400,
+                            100);
+  };
+  GateComparison g = compare_decisions(decisions({{"guard", "contract"}, {"executorch", "2026-07-07"}}),
+                                       decisions({{"guard", "contract"}}));
+  auto changed = [&](GateClass c) { return g.changes.count(c) ? g.changes.at(c) : std::vector<GateChange>{}; };
+  EXPECT_TRUE(changed(GateClass::newly_unsound).empty());
+  EXPECT_TRUE(changed(GateClass::newly_missed).empty());
+  const auto gained = changed(GateClass::newly_rewritten_sound);
+  EXPECT_GT(gained.size(), 10u);
+  for (GateClass c : gate_classes())
+    for (const GateChange& ch : changed(c)) {
+      EXPECT_TRUE(ch.base.c.dtype == DType::f16 || ch.base.c.dtype == DType::bf16) << case_summary(ch.base.c);
+      EXPECT_EQ(ch.base.rule, "dtype") << case_summary(ch.base.c);
+    }
 }
 
 struct Weakening {

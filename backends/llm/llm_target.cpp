@@ -35,6 +35,7 @@ PassConfig config_of(const Options& o) {
   c.assume_causal_mask = o.at("assume_causal_mask") == "true";
   c.weakened = parse_rule(o.at("weaken"));
   c.misevaluated = parse_rule(o.at("miseval"));
+  c.revision = et_revision_option(o);
   return c;
 }
 
@@ -44,8 +45,9 @@ class LlmTarget : public Target {
       : options_(std::move(options)),
         pass_(config_of(options_)),
         adapter_(make_adapter_pass(options_, "llm", pass_.name())),
-        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")), threads_option(options_))),
-        exact_(exact_custom_ops(threads_option(options_))) {}
+        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")), threads_option(options_),
+                                    et_revision_option(options_))),
+        exact_(exact_custom_ops(threads_option(options_), et_revision_option(options_))) {}
 
   std::string name() const override { return "llm"; }
   const Options& options() const override { return options_; }
@@ -81,7 +83,9 @@ class LlmTarget : public Target {
   const KernelSet& baseline_kernels() const override { return naive_kernels(); }
   const KernelSet& exact_kernels() const override { return exact_; }
 
-  std::vector<DeclaredDivergence> divergences() const override { return custom_sdpa_divergences(); }
+  std::vector<DeclaredDivergence> divergences() const override {
+    return custom_sdpa_divergences(et_revision_option(options_));
+  }
 
   UpstreamRepro upstream_repro() const override { return llm_upstream_repro(options_); }
 
@@ -92,7 +96,7 @@ class LlmTarget : public Target {
     const bool assume_causal = options_.at("assume_causal_mask") == "true";
     return explain_custom_sdpa_nan(c, t, g, rows,
                                    {c.is_causal || assume_causal, c.mask.has_value() && !assume_causal, 0,
-                                    threads_option(options_)});
+                                    threads_option(options_), et_revision_option(options_).nan_for_masked_block});
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
@@ -109,7 +113,7 @@ class LlmTarget : public Target {
   // They come from the independent spec, never from the guard under test.
   std::vector<RuleOutcome> failure_facts(const Case& c) const override {
     std::vector<RuleOutcome> out;
-    for (const auto& r : contract_spec(c, options_.at("assume_causal_mask") == "true"))
+    for (const auto& r : contract_spec(c, options_.at("assume_causal_mask") == "true", et_revision_option(options_)))
       if (!r.passed) out.push_back(r);
     if (c.mask && (c.mask->dtype == DType::f16 || c.mask->dtype == DType::bf16))
       out.push_back({"mask-cast", false, std::string("an ") + dtype_name(c.mask->dtype) +
@@ -137,6 +141,8 @@ class LlmFactory : public TargetFactory {
     for (const auto& [rule, name] : contract_rules()) weaken.push_back(name);
     for (const auto& [rule, name] : swap_rules())
       if (std::find(weaken.begin(), weaken.end(), name) == weaken.end()) weaken.push_back(name);
+    std::vector<std::string> revisions;
+    for (const auto& [name, revision] : et_revisions()) revisions.push_back(name);
     std::vector<std::string> faults;
     for (const auto& [name, fault] : kernel_mutants()) faults.push_back(name);
     std::vector<OptionSpec> specs = {{"guard", {"upstream", "contract"}, "contract",
@@ -154,6 +160,11 @@ class LlmFactory : public TargetFactory {
             {"threads", {"1", "2", "4", "8"}, "1",
              "threads of the ExecuTorch threadpool custom_sdpa runs on (1: a build without one): "
              "query blocks one thread runs in turn share their row sums (§1.11)"},
+            {"executorch", revisions, "main",
+             "the ExecuTorch tree modelled: main (cff6f4dd32), 2026-07-07 (before 411a01e1b9: custom_sdpa and "
+             "its Meta kernel take float32 only), 2025-07-01 (also before 9905026101: the mask has q's dtype), "
+             "2025-04-24 (also before f3e8972de6: a kv block with no kept key yet gives NaN; entry=sdpa-custom "
+             "only, the export pass came on 2025-04-28)"},
             {"kernel_mutant", faults, "none",
              "a deliberately wrong custom_sdpa (self-tests): P @ V summed in bf16 instead of f32, every "
              "NaN of its output written as 0, the causal fill without start_pos, or the kv loop "
@@ -202,6 +213,10 @@ class LlmFactory : public TargetFactory {
       return make_sdpa_custom_target(options);
     }
     misplaced("use_attention_mask", "false", "sdpa-custom");
+    if (!et_revision_option(options).has_export_pass)
+      throw InputError("option 'executorch' of target llm: ReplaceSDPAWithCustomSDPAPass was added on 2025-04-28 "
+                       "(7054b1f955), so entry=sdpa needs a later tree than " + options.at("executorch") +
+                       " (entry=sdpa-custom runs on it)");
     const std::string& w = options.at("weaken");
     if (w != "none" && !parse_rule(w))
       throw InputError("option 'weaken' of target llm with entry=sdpa: expected none or a contract rule, got '" + w + "'");

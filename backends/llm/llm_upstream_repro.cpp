@@ -56,6 +56,11 @@ UpstreamRepro llm_upstream_repro(const Options& o) {
     u.deviations.push_back(
         "option guard=contract: sdpacheck's intended guard design (semantics passes.md section 3), which the "
         "upstream pass does not have: upstream rewrites every 4-D call, this one included");
+  if (option("executorch") != "none" && option("executorch") != "main")
+    u.deviations.push_back("option executorch=" + option("executorch") +
+                           ": the model is ExecuTorch's tree of that date (the option's help names the "
+                           "commits it lacks); the script runs the ExecuTorch installed, whose version it "
+                           "prints: a build of that date shows the model's behaviour");
   for (const char* key : {"weaken", "miseval", "kernel_mutant"})
     if (option(key) != "none")
       u.deviations.push_back(self_test_deviation(key, option(key)));

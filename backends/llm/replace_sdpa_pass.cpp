@@ -156,7 +156,7 @@ class Rewriter {
       if (out.info(*mask).shape.size() > 2) mask = emit.squeeze_leading(*mask);
       if (was_bool) mask = emit.bool_to_additive(*mask);
     }
-    meta_check_qkv(out, q, k, v, env_);
+    meta_check_qkv(out, q, k, v, env_, cfg_.revision);
     if (mask) meta_check_mask(out.info(*mask));
     return emit.custom_sdpa(q, k, v, mask, call, is_causal);
   }
@@ -196,7 +196,7 @@ class Rewriter {
     ValueRef q = emit.swap_seq_and_heads(call.q, "q_bshd");
     ValueRef k = emit.swap_seq_and_heads(call.k, "k_bshd");
     ValueRef v = emit.swap_seq_and_heads(call.v, "v_bshd");
-    meta_check_qkv(out, q, k, v, env_);
+    meta_check_qkv(out, q, k, v, env_, cfg_.revision);
     if (mask) meta_check_mask(out.info(*mask));
     return emit.custom_sdpa(q, k, v, mask, call, is_causal);
   }
@@ -232,8 +232,10 @@ Decision ReplaceSdpaWithCustomSdpaPass::contract_guard(const Graph& g, const Nod
                                       std::to_string(k.shape.size()) + ", " + std::to_string(v.shape.size()));
   // The rules below read the head and length dims at -3 and -2.
   if (q.shape.size() < 3 || k.shape.size() < 3 || v.shape.size() < 3) return guard.finish();
-  rule(ContractRule::dtype, q.dtype == DType::f32 || q.dtype == DType::f16 || q.dtype == DType::bf16,
-       std::string("dtype ") + dtype_name(q.dtype));
+  // Before 411a01e1b9 custom_sdpa took float32 only.
+  const bool kernel_dtype = q.dtype == DType::f32 ||
+                            (!config_.revision.float_only && (q.dtype == DType::f16 || q.dtype == DType::bf16));
+  rule(ContractRule::dtype, kernel_dtype, std::string("dtype ") + dtype_name(q.dtype));
   const SymExpr hq = q.shape[q.shape.size() - 3], hkv = k.shape[k.shape.size() - 3];
   const bool heads = hq == hkv || hkv == SymExpr(1) ||
                      (call.enable_gqa && hq.is_constant() && hkv.is_constant() &&

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/common/sdpa_entry.h"
+#include "backends/llm/executorch_revision.h"
 #include "harness/check/target.h"
 
 namespace sdpa::llm {
@@ -18,7 +19,7 @@ enum class GuardPolicy { upstream, contract };
 /// The rules of the contract guard, in the order it checks them.
 enum class ContractRule {
   rank,                // q, k, v of rank 4
-  dtype,               // f32, f16 or bf16
+  dtype,               // f32, f16 or bf16 (f32 only before 411a01e1b9)
   heads,               // Hq == Hkv, or enable_gqa with Hq % Hkv == 0, or Hkv == 1
   head_dims,           // E == Ev
   dropout,             // dropout_p == 0: the kernel ignores dropout
@@ -42,6 +43,9 @@ struct PassConfig {
   /// causal-lengths as Lq <= Lkv + 1, unmasked-lengths as Lq <= Lkv. The
   /// guard still reports the rule under its own name.
   std::optional<ContractRule> misevaluated;
+  /// The ExecuTorch tree whose custom_sdpa the pass emits: its Meta kernel
+  /// runs at pass time, and the contract's dtype rule follows its dtypes.
+  EtRevision revision;
 };
 
 class ReplaceSdpaWithCustomSdpaPass : public Pass {

@@ -117,6 +117,33 @@ TEST(UpstreamPass, TheMetaKernelAssertsQueryDtypeAndKeyValueSizes) {
   }
 }
 
+// Before 411a01e1b9 (option executorch=2026-07-07) the Meta kernel asserts
+// a float32 query (§2.1 consequence h): export of a half-precision model fails
+// in the pass, and the contract keeps such a call where main rewrites it.
+TEST(UpstreamPass, BeforeJuly2026TheMetaKernelFailsThePassOnHalfQueries) {
+  PassConfig old = upstream();
+  old.revision = et_revisions().at(1).second;
+  ASSERT_EQ(et_revisions().at(1).first, "2026-07-07");
+  for (DType t : {DType::bf16, DType::f16}) {
+    Case c = base();
+    c.dtype = t;
+    try {
+      run(c, old);
+      ADD_FAILURE() << dtype_name(t) << ": the pass did not raise";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("AssertionError in custom_sdpa meta (_validate_params): Expected "
+                                                   "query to be float32 but got torch.") +
+                                           (t == DType::bf16 ? "bfloat16" : "float16"));
+    }
+    EXPECT_TRUE(run(c, upstream()).decisions.at(0).rewrite) << dtype_name(t);
+    PassConfig old_contract = contract();
+    old_contract.revision = old.revision;
+    EXPECT_EQ(run(c, old_contract).decisions.at(0).deciding_rule, "dtype") << dtype_name(t);
+    EXPECT_EQ(run(c, contract()).decisions.at(0).deciding_rule, "accept") << dtype_name(t);
+  }
+  EXPECT_TRUE(run(base(), old).decisions.at(0).rewrite);  // f32 as before
+}
+
 TEST(UpstreamPass, TransposesComeBeforeTheRankCheck) {
   Case c = base();
   c.batch.clear();  // rank 3

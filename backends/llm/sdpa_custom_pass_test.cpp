@@ -221,5 +221,23 @@ TEST(SdpaCustomPass, OptionsOfTheOtherEntryFormAreErrors) {
   EXPECT_NO_THROW(r.make("llm", {{"entry", "sdpa-custom"}, {"weaken", "mask-dtype"}}));
 }
 
+// ReplaceSDPAWithCustomSDPAPass came on 2025-04-28: a tree before it runs
+// the module swap only, and a tree the model does not know is an error.
+TEST(SdpaCustomPass, ATreeBeforeTheExportPassTakesTheSwapOnly) {
+  const TargetRegistry& r = fixture().registry;
+  try {
+    r.make("llm", {{"executorch", "2025-04-24"}});
+    ADD_FAILURE() << "entry=sdpa accepted a tree without its pass";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("option 'executorch' of target llm: ReplaceSDPAWithCustomSDPAPass was added "
+                                         "on 2025-04-28"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(r.make("llm", {{"entry", "sdpa-custom"}, {"executorch", "2025-04-24"}}));
+  EXPECT_NO_THROW(r.make("llm", {{"executorch", "2025-07-01"}}));
+  EXPECT_THROW(r.make("llm", {{"executorch", "2024-01-01"}}), InputError);
+}
+
 }  // namespace
 }  // namespace sdpa::llm

@@ -30,8 +30,9 @@ class SdpaCustomTarget : public Target {
       : options_(std::move(options)),
         config_(swap_config_of(options_)),
         pass_(config_),
-        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")), threads_option(options_))),
-        exact_(exact_custom_ops(threads_option(options_))) {}
+        kernels_(custom_ops_kernels(kernel_mutants().at(options_.at("kernel_mutant")), threads_option(options_),
+                                    et_revision_option(options_))),
+        exact_(exact_custom_ops(threads_option(options_), et_revision_option(options_))) {}
 
   std::string name() const override { return "llm"; }
   const Options& options() const override { return options_; }
@@ -73,7 +74,9 @@ class SdpaCustomTarget : public Target {
   const KernelSet& baseline_kernels() const override { return naive_kernels(); }
   const KernelSet& exact_kernels() const override { return exact_; }
 
-  std::vector<DeclaredDivergence> divergences() const override { return custom_sdpa_divergences(); }
+  std::vector<DeclaredDivergence> divergences() const override {
+    return custom_sdpa_divergences(et_revision_option(options_));
+  }
 
   // Without the mask SDPACustom runs custom_sdpa causal at input_pos[0].
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
@@ -81,7 +84,8 @@ class SdpaCustomTarget : public Target {
                                           const std::string& kernel_set) const override {
     const bool masked = config_.use_attention_mask && t.mask.has_value();
     return explain_custom_sdpa_nan(c, t, g, rows,
-                                   {!config_.use_attention_mask, masked, t.start_pos, threads_option(options_)});
+                                   {!config_.use_attention_mask, masked, t.start_pos, threads_option(options_),
+                                    et_revision_option(options_).nan_for_masked_block});
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
