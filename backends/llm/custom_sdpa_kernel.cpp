@@ -41,7 +41,10 @@ void validate_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   if (v.dim() != 4) invalid("value must be a 4D tensor");
   if (q.size(3) != v.size(3) || k.size(3) != v.size(3))
     invalid("scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size");
-  if (rev.float_only && q.dtype != DType::f32 && q.dtype != DType::i8) invalid("Query must be Float type");
+  // Char (quantized) queries came after the Float mask check: the trees
+  // that still match the mask to q's dtype take Float alone.
+  const bool float_or_char = q.dtype == DType::f32 || (q.dtype == DType::i8 && !rev.mask_dtype_of_query);
+  if (rev.float_only && !float_or_char) invalid("Query must be Float type");
   if (q.dtype != DType::f32 && q.dtype != DType::f16 && q.dtype != DType::bf16 && q.dtype != DType::i8)
     invalid("Query must be Float, Half, BFloat16, or Char type");
   if (k.dtype != q.dtype || v.dtype != q.dtype)

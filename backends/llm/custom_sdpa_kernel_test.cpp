@@ -262,6 +262,9 @@ TEST(CustomSdpaRevision, BeforeJuly2026TheKernelTakesFloatQueriesOnly) {
   Tensor f64 = bshd(DType::f64, 1, 1, 1, one), f32 = bshd(DType::f32, 1, 1, 1, one);
   EXPECT_EQ(direct_error(f64, f64, f64, revision("2026-07-07")).second, "Query must be Float type; Invalid arguments");
   EXPECT_EQ(direct_error(f32, f32, f32, revision("2025-07-01")).second, "no error");
+  Tensor i8 = bshd(DType::i8, 1, 1, 1, one);
+  EXPECT_EQ(direct_error(i8, i8, i8, revision("2025-07-01")).second, "Query must be Float type; Invalid arguments");
+  EXPECT_NE(direct_error(i8, i8, i8, revision("2026-07-07")).second, "Query must be Float type; Invalid arguments");
 }
 
 // Before 9905026101 (2025-07-02) the mask had q's dtype, checked under the

@@ -65,7 +65,8 @@ bool nan_or_plus_inf(long double x) { return std::isnan(x) || x == INFINITY; }
 class CallFacts {
  public:
   CallFacts(const Case& c, const CaseTensors& t, const CustomSdpaCall& call)
-      : t_(t), call_(call), s_(blocks_of(t, call)), scale_(c.effective_scale()),
+      : t_(t), call_(call), s_(blocks_of(t, call)),
+        scale_(call.f32 ? static_cast<float>(c.effective_scale()) : c.effective_scale()),
         sum_nan_(static_cast<size_t>(s_.B * s_.Hq * s_.Lq), -1) {}
 
   // Causal query row r: its scores at the kept keys (j <= start_pos + i)
@@ -124,49 +125,81 @@ class CallFacts {
     if (!call_.nan_for_masked_block) return false;
     const int64_t end = std::min(s_.kv_split, read_end(s_, call_, r.i));
     if (end <= 0) return false;  // no block runs
-    for (int64_t j = 0; j < end; ++j) {
-      if (call_.causal && j > call_.start_pos + r.i) {
-        if (!(scale_ > 0)) return false;  // -inf * scale is NaN or +inf, not -inf
-        continue;
-      }
-      long double x = score(r, j);
-      if (call_.masked) x += mask_at(t_, s_, r.i, j);
-      if (!(x == -INFINITY)) return false;
-    }
+    for (int64_t j = 0; j < end; ++j)
+      if (!(kernel_score(r, j) == -INFINITY)) return false;  // a causal fill at scale <= 0 is NaN or +inf
     return true;
   }
 
-  // q.k * scale of row r at key j, in long double.
+  // q.k * scale of row r at key j in the kernel set's arithmetic: f32 sums
+  // of f32 products and the scale rounded to f32 (§1.10), or exact (double).
   long double score(const Row& r, int64_t j) const {
-    long double x = 0;
-    for (int64_t e = 0; e < s_.E; ++e)
-      x += static_cast<long double>(t_.q.data[((r.b * s_.Hq + r.h) * s_.Lq + r.i) * s_.E + e]) *
-           t_.k.data[((r.b * s_.Hkv + r.hk) * s_.Lkv + j) * s_.E + e];
-    return x * static_cast<long double>(scale_);
+    const double* q = &t_.q.data[((r.b * s_.Hq + r.h) * s_.Lq + r.i) * s_.E];
+    const double* k = &t_.k.data[((r.b * s_.Hkv + r.hk) * s_.Lkv + j) * s_.E];
+    if (call_.f32) {
+      float acc = 0;
+      for (int64_t e = 0; e < s_.E; ++e)
+        acc = static_cast<float>(acc + static_cast<double>(static_cast<float>(q[e] * k[e])));
+      return static_cast<float>(static_cast<double>(acc) * scale_);
+    }
+    double acc = 0;
+    for (int64_t e = 0; e < s_.E; ++e) acc += q[e] * k[e];
+    return acc * scale_;
   }
 
-  // Whether the row sum of a query row turns NaN: a key the kernel reads
-  // and keeps holds a NaN or +inf score (with the mask added), or a
-  // causally filled one does (-inf * scale is NaN or +inf for scale <= 0).
-  // It errs towards NaN: a block whose only finite-looking max is -inf after
-  // the unmasked max drops a NaN is skipped upstream and keeps its sum.
-  // Memoized: every later row of a task asks about the same earlier rows.
+  // Whether the row sum of a query row turns NaN in its own kv blocks:
+  // memoized, since every later row of a task asks about the same earlier
+  // rows (carried_sum_explains).
   bool row_sum_is_nan(int64_t row) {
     int8_t& known = sum_nan_[static_cast<size_t>(row)];
     if (known < 0) known = compute_row_sum_is_nan(row_of(s_, row)) ? 1 : 0;
     return known == 1;
   }
+
+  // The score the kernel softmaxes at key j of row r: the causal fill
+  // written over q.k before the scale (-inf * scale), else q.k * scale plus
+  // the mask.
+  long double kernel_score(const Row& r, int64_t j) const {
+    if (call_.causal && j > call_.start_pos + r.i) return -INFINITY * static_cast<long double>(scale_);
+    long double x = score(r, j);
+    if (call_.masked) x += mask_at(t_, s_, r.i, j);
+    return call_.f32 ? static_cast<float>(x) : static_cast<double>(x);
+  }
+
+  // A block's max (§1.11): with a mask a vector reduce, which propagates a
+  // NaN; without one _mul_reduce_max_fusion_kernel, whose vector lanes (8
+  // floats of 32 bytes, the default build) propagate a NaN while the scalar
+  // tail and the final std::max(tail, lanes) drop one.
+  long double block_max(const std::vector<long double>& x) const {
+    long double lanes = -INFINITY, tail = -INFINITY;
+    const size_t vec_end = call_.masked ? x.size() : x.size() / 8 * 8;
+    for (size_t c = 0; c < vec_end; ++c) lanes = std::isnan(lanes) || std::isnan(x[c]) ? NAN : std::max(lanes, x[c]);
+    if (call_.masked) return lanes;
+    for (size_t c = vec_end; c < x.size(); ++c) tail = tail < x[c] ? x[c] : tail;
+    return tail < lanes ? lanes : tail;
+  }
+
+  // The online softmax of §1.11 on the row's own blocks: per block the new
+  // max m = max(running max, block max); a block where m is -inf is skipped
+  // (before f3e8972de6: exp(-inf - -inf), NaN); else exp(x - m) and the
+  // rescale exp(running max - m) are NaN where x or m is NaN or where inf
+  // meets inf, and a NaN term makes the sum NaN.
   bool compute_row_sum_is_nan(const Row& r) const {
-    if (first_block_masked_at(r)) return true;
     const int64_t end = read_end(s_, call_, r.i);
-    for (int64_t j = 0; j < end; ++j) {
-      if (call_.causal && j > call_.start_pos + r.i) {
-        if (!(scale_ > 0)) return true;
+    long double row_max = -INFINITY;
+    std::vector<long double> x;
+    for (int64_t n = 0; n < end; n += s_.kv_split) {
+      x.resize(static_cast<size_t>(std::min(s_.kv_split, s_.kv_size - n)));
+      for (size_t c = 0; c < x.size(); ++c) x[c] = kernel_score(r, n + static_cast<int64_t>(c));
+      const long double bm = block_max(x);
+      const long double m = row_max > bm ? row_max : bm;
+      if (m == -INFINITY) {
+        if (call_.nan_for_masked_block) return true;
         continue;
       }
-      long double x = score(r, j);
-      if (call_.masked) x += mask_at(t_, s_, r.i, j);
-      if (nan_or_plus_inf(x)) return true;
+      if (std::isnan(row_max - m)) return true;
+      for (long double v : x)
+        if (std::isnan(v - m)) return true;
+      row_max = m;
     }
     return false;
   }
@@ -206,13 +239,23 @@ std::optional<std::string> explain_custom_sdpa_nan(const Case& c, const CaseTens
                                                    const std::vector<int64_t>& rows, const CustomSdpaCall& call) {
   if (t.q.shape.size() != 4 || t.k.shape.size() != 4 || t.v.shape.size() != 4) return std::nullopt;
   CallFacts facts(c, t, call);
+  // A NaN sum makes the kernel's row NaN: it explains a row where aten's is
+  // finite, never one where aten's is not.
+  const int64_t ev = g.out.shape.empty() ? 0 : g.out.shape.back();
+  auto golden_finite = [&](int64_t r) {
+    if (ev <= 0 || (r + 1) * ev > g.out.numel()) return false;
+    for (int64_t e = r * ev; e < (r + 1) * ev; ++e)
+      if (!std::isfinite(g.out.data[e])) return false;
+    return true;
+  };
   std::optional<std::string> first;  // the reason of the first row not fully masked
   for (int64_t r : rows) {
     if (g.fully_masked.at(static_cast<size_t>(r))) continue;
-    const char* reason = call.causal && facts.causal_drop_explains(r) ? kCausalOverwrite
-                         : facts.first_block_masked(r)                ? kMaskedBlockNan
-                         : facts.carried_sum_explains(r)              ? kCarriedRowSum
-                                                                      : nullptr;
+    const bool kernel_side_nan = golden_finite(r);
+    const char* reason = call.causal && facts.causal_drop_explains(r)   ? kCausalOverwrite
+                         : kernel_side_nan && facts.first_block_masked(r) ? kMaskedBlockNan
+                         : kernel_side_nan && facts.carried_sum_explains(r) ? kCarriedRowSum
+                                                                            : nullptr;
     if (!reason) return std::nullopt;
     if (!first) first = reason;
   }

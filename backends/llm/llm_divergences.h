@@ -28,6 +28,10 @@ struct CustomSdpaCall {
   /// A tree before f3e8972de6 (EtRevision::nan_for_masked_block): a row
   /// whose first kv block holds no key it keeps gets a NaN sum.
   bool nan_for_masked_block = false;
+  /// The kernel set computes in f32 (the scale and each score rounded to
+  /// f32, as custom_sdpa's float accumulation does), else exactly (the
+  /// exact kernels of the soundness run).
+  bool f32 = false;
 };
 
 /// The declared divergence that explains every row of `rows` (query rows of

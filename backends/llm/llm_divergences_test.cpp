@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+
+#include "backends/llm/custom_sdpa_kernel.h"
+#include "harness/ir/interpreter.h"
 
 namespace sdpa::llm {
 namespace {
@@ -28,6 +32,7 @@ Call make(int64_t B, int64_t Hq, int64_t Lq, int64_t Lkv) {
   x.t.k = filled(B, Hq, Lkv, 0.25);
   x.t.v = filled(B, Hq, Lkv, 1.0);
   x.g.fully_masked.assign(static_cast<size_t>(B * Hq * Lq), 0);
+  x.g.out = filled(B, Hq, Lq, 0.5);  // aten's rows finite unless a test says otherwise
   return x;
 }
 
@@ -71,6 +76,11 @@ TEST(LlmDivergences, ANanRowSumExplainsTheSameRowOfTheThreadsLaterBlocks) {
   x.t.q.data[0] = NAN;
   EXPECT_EQ(explain(x, {1}, {false, true, 0, 1}), std::string(kCarriedRowSum));
   EXPECT_EQ(explain(x, {1}, {false, true, 0, 2}), std::nullopt);
+  // A NaN sum makes a row NaN: where aten's row 1 is the NaN one (the
+  // kernel's the finite one), it explains nothing.
+  x.g.out.data[1] = NAN;
+  EXPECT_EQ(explain(x, {1}, {false, true, 0, 1}), std::nullopt);
+  x.g.out.data[1] = 0.5;
   x.t.q.data[0] = 0.5;
   EXPECT_EQ(explain(x, {1}, {false, true, 0, 1}), std::nullopt);
   // A later block never reaches an earlier one.
@@ -159,6 +169,134 @@ TEST(LlmDivergences, EveryRowMustBeExplained) {
   EXPECT_EQ(explain(x, {0, 1}, {false, true, 0, 1}), std::nullopt);
   x.t.q.data[0] = NAN;
   EXPECT_EQ(explain(x, {0, 1}, {false, true, 0, 1}), std::string(kCarriedRowSum));
+}
+
+// custom_sdpa's model on [B, S, H, D] tensors (B = 1), one numerics and tree.
+Tensor run_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,
+                  const CustomSdpaCall& call, std::optional<double> scale, Numerics n, const EtRevision& rev) {
+  auto sym = [](const Shape& s) {
+    SymShape out;
+    for (int64_t d : s) out.push_back(d);
+    return out;
+  };
+  Graph g;
+  std::map<std::string, Tensor> in{{"q", q}, {"k", k}, {"v", v}};
+  std::vector<Arg> args = {g.placeholder("q", {q.dtype, sym(q.shape)}), g.placeholder("k", {k.dtype, sym(k.shape)}),
+                           g.placeholder("v", {v.dtype, sym(v.shape)}), call.start_pos, None{}, 0.0, call.causal,
+                           scale ? Arg(*scale) : Arg(None{})};
+  if (mask) {
+    args[4] = g.placeholder("mask", {mask->dtype, sym(mask->shape)});
+    in["mask"] = *mask;
+  }
+  g.outputs = {g.call(kCustomSdpaOp, args, {}, {{q.dtype, sym(q.shape)}})};
+  KernelSet ks("k");
+  ks.add(kCustomSdpaOp, custom_sdpa_kernel(n, {}, call.threads, rev));
+  return interpret(g, ks, in, {}).outputs[0];
+}
+
+// [1, S, H, D] -> [1, H, S, D].
+Tensor to_bhsd(const Tensor& x) {
+  const int64_t S = x.shape[1], H = x.shape[2], D = x.shape[3];
+  Tensor out(x.dtype, {1, H, S, D});
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d) out.data[(h * S + s) * D + d] = x.data[(s * H + h) * D + d];
+  return out;
+}
+
+// The explanation is worked out from the page, not from the kernel model, so
+// the two are checked against each other: on random calls at every tree
+// (masked, causal at a start_pos, or plain; two kv blocks or one; NaN and
+// infinities in the data, -inf query rows and masked prefixes; scales 0,
+// negative, tiny and huge; 1 to 4 threads), every row put down to a NaN sum
+// (carried, or a first block with no kept key) is NaN in the kernel run in
+// the numerics the explanation was asked for. A false explanation would
+// hide a real NaN.
+TEST(LlmDivergences, ANanSumExplanationNamesOnlyRowsTheKernelMakesNan) {
+  std::mt19937_64 rng(20261207);
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  auto pick = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
+  for (const auto& [tree, rev] : et_revisions()) {
+    int64_t explained = 0, carried = 0;
+    for (int it = 0; it < 300; ++it) {
+      const int64_t Hq = pick(1, 3), Hkv = pick(0, 1) ? Hq : 1, Lq = pick(1, 70), E = pick(1, 2);
+      const int mode = static_cast<int>(pick(0, 2));  // masked, causal, plain
+      int64_t Lkv = pick(0, 1) ? pick(513, 540) : pick(1, 40);
+      if (mode != 0) Lkv = std::max(Lkv, Lq + pick(0, 3));
+      CustomSdpaCall call{mode == 1, mode == 0, 0, pick(1, 4), rev.nan_for_masked_block};
+      if (mode == 1) call.start_pos = pick(0, Lkv - Lq);
+      if (mode == 2) call.start_pos = Lkv - Lq;  // every key read
+      std::optional<double> scale;
+      const std::vector<double> scales = {0.0, -0.5, 1e-50, 1e30};
+      if (const int64_t s = pick(0, 9); s < 4) scale = scales[static_cast<size_t>(s)];
+      const double p = uniform(0, 1) < 0.3 ? 0.02 : 0.0;
+      auto value = [&] {
+        const double r = uniform(0, 1);
+        return r < p ? -INFINITY : r < 1.5 * p ? INFINITY : r < 1.7 * p ? NAN : uniform(-2, 2);
+      };
+      Tensor q(DType::f32, {1, Lq, Hq, E}), k(DType::f32, {1, Lkv, Hkv, E}), v(DType::f32, {1, Lkv, Hkv, E});
+      for (double& x : q.data) x = value();
+      for (double& x : k.data) x = value();
+      for (double& x : v.data) x = uniform(0, 1) < p ? INFINITY : uniform(-2, 2);
+      if (uniform(0, 1) < 0.2)
+        for (int64_t e = 0, i = pick(0, Lq - 1), h = pick(0, Hq - 1); e < E; ++e) q.data[(i * Hq + h) * E + e] = -INFINITY;
+      std::optional<Tensor> mask;
+      if (mode == 0) {
+        Tensor m(DType::f32, {Lq, Lkv});
+        const double dropped = uniform(0, 1) < 0.5 ? uniform(0, 0.5) : 0.0;
+        for (double& x : m.data) x = uniform(0, 1) < dropped ? -INFINITY : 0.0;
+        for (int64_t t = pick(0, 4); t > 0; --t) {
+          const int64_t i = pick(0, Lq - 1), upto = pick(0, 1) ? std::min<int64_t>(512, Lkv) : Lkv;
+          for (int64_t j = 0; j < upto; ++j) m.data[i * Lkv + j] = -INFINITY;
+        }
+        mask = m;
+      }
+      const Tensor emulated = run_kernel(q, k, v, mask, call, scale, Numerics::emulated, rev);
+      const Tensor exact = run_kernel(q, k, v, mask, call, scale, Numerics::exact, rev);
+      Case c;
+      c.q_heads = Hq;
+      c.kv_heads = Hkv;
+      c.q_len = Lq;
+      c.kv_len = Lkv;
+      c.head_dim = c.value_dim = E;
+      c.scale = scale;
+      CaseTensors t;
+      t.q = to_bhsd(q);
+      t.k = to_bhsd(k);
+      t.v = to_bhsd(v);
+      t.mask = mask;
+      Golden g;
+      g.out = Tensor(DType::f64, {1, Hq, Lq, E});  // aten finite everywhere: every explanation is asked for
+      g.fully_masked.assign(static_cast<size_t>(Hq * Lq), 0);
+      for (int64_t h = 0; h < Hq && mask; ++h)
+        for (int64_t i = 0; i < Lq; ++i)
+          g.fully_masked[static_cast<size_t>(h * Lq + i)] =
+              std::all_of(mask->data.begin() + i * Lkv, mask->data.begin() + (i + 1) * Lkv,
+                          [](double x) { return x == -INFINITY; });
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t i = 0; i < Lq; ++i) {
+          const int64_t row = h * Lq + i;
+          if (g.fully_masked[static_cast<size_t>(row)]) continue;
+          for (const bool f32 : {true, false}) {
+            CustomSdpaCall in_numerics = call;
+            in_numerics.f32 = f32;
+            const auto why = explain_custom_sdpa_nan(c, t, g, {row}, in_numerics);
+            if (!why || *why == kCausalOverwrite) continue;
+            ++explained;
+            carried += *why == kCarriedRowSum;
+            const Tensor& out = f32 ? emulated : exact;
+            bool nan = false;
+            for (int64_t e = 0; e < E; ++e) nan = nan || std::isnan(out.data[(i * Hq + h) * E + e]);
+            ASSERT_TRUE(nan) << tree << (f32 ? " f32" : " exact") << ": " << *why << " explains row " << row
+                             << " of call " << it
+                             << " (mode " << mode << ", Hq " << Hq << ", Lq " << Lq << ", Lkv " << Lkv
+                             << ", start_pos " << call.start_pos << ", threads " << call.threads << ")";
+          }
+        }
+    }
+    EXPECT_GT(carried, 100) << tree;  // the sample reaches the explanation
+    EXPECT_GE(explained, carried) << tree;
+  }
 }
 
 }  // namespace

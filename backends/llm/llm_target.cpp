@@ -96,7 +96,8 @@ class LlmTarget : public Target {
     const bool assume_causal = options_.at("assume_causal_mask") == "true";
     return explain_custom_sdpa_nan(c, t, g, rows,
                                    {c.is_causal || assume_causal, c.mask.has_value() && !assume_causal, 0,
-                                    threads_option(options_), et_revision_option(options_).nan_for_masked_block});
+                                    threads_option(options_), et_revision_option(options_).nan_for_masked_block,
+                                    kernel_set != "exact"});
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {

@@ -157,7 +157,7 @@ ValueRef emit_sdpa_custom(Graph& out, const SdpaModule& m, const Graph& source, 
   ValueRef q = to_bshd_f32(rw.map(m.q), "q_bshd");
   ValueRef k = to_bshd_f32(rw.map(m.k), "k_bshd");
   ValueRef v = to_bshd_f32(rw.map(m.v), "v_bshd");
-  meta_check_qkv(out, q, k, v, env);
+  meta_check_qkv(out, q, k, v, env);  // f32 casts: every tree's Meta kernel takes them
   std::vector<Arg> args;
   if (cfg.use_attention_mask) {
     if (!m.mask) throw std::runtime_error("SDPACustom(use_attention_mask=True) needs the module's mask");

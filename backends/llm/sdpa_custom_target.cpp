@@ -85,7 +85,7 @@ class SdpaCustomTarget : public Target {
     const bool masked = config_.use_attention_mask && t.mask.has_value();
     return explain_custom_sdpa_nan(c, t, g, rows,
                                    {!config_.use_attention_mask, masked, t.start_pos, threads_option(options_),
-                                    et_revision_option(options_).nan_for_masked_block});
+                                    et_revision_option(options_).nan_for_masked_block, kernel_set != "exact"});
   }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {

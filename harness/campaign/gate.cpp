@@ -215,6 +215,31 @@ GateDecision absent(const GateDecision& other, const std::map<int64_t, std::stri
   return d;
 }
 
+// The records of cases where a policy decided on no node (its passes matched
+// nothing, or one raised: record_case's "no-decision" and "pass-raised"),
+// by sample index.
+std::map<int64_t, const GateDecision*> whole_case_records(const DecisionsFile& f) {
+  std::map<int64_t, const GateDecision*> out;
+  for (const auto& d : f.decisions)
+    if (d.node.empty()) out[d.index] = &d;
+  return out;
+}
+
+bool decided_on_nodes(const std::map<NodeKey, const GateDecision*>& other, int64_t index) {
+  for (auto it = other.lower_bound({index, "", ""}); it != other.end() && std::get<0>(it->first) == index; ++it)
+    if (!std::get<2>(it->first).empty()) return true;
+  return false;
+}
+
+// A whole-case record in the place of the other policy's decision on a node:
+// a raised pass is an unsound rewrite there, no decision a kept node.
+GateDecision stand_in(const GateDecision& whole, const GateDecision& other) {
+  GateDecision d = whole;
+  d.pass = other.pass;
+  d.node = other.node;
+  return d;
+}
+
 std::optional<GateClass> classify(const GateDecision& b, const GateDecision& h) {
   if (h.unsound() && !b.unsound()) return GateClass::newly_unsound;
   if (b.unsound() && !h.unsound()) return GateClass::unsound_fixed;
@@ -241,12 +266,23 @@ GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile&
   for (const auto& [k, d] : b) pairs[k].first = d;
   for (const auto& [k, d] : h) pairs[k].second = d;
   const auto base_verdicts = case_verdicts(base), head_verdicts = case_verdicts(head);
+  const auto base_whole = whole_case_records(base), head_whole = whole_case_records(head);
   GateComparison cmp;
   for (GateClass c : gate_classes()) cmp.changes[c];
   cmp.cases = static_cast<int64_t>(cases.size());
   for (const auto& [key, pair] : pairs) {
-    const GateDecision bd = pair.first ? *pair.first : absent(*pair.second, base_verdicts);
-    const GateDecision hd = pair.second ? *pair.second : absent(*pair.first, head_verdicts);
+    // A whole-case record stands in for each node the other policy decided
+    // on, so it is compared there and not again on its own.
+    const int64_t index = std::get<0>(key);
+    if (std::get<2>(key).empty() && !(pair.first && pair.second) &&
+        decided_on_nodes(pair.first ? h : b, index))
+      continue;
+    const GateDecision bd = pair.first    ? *pair.first
+                            : base_whole.count(index) ? stand_in(*base_whole.at(index), *pair.second)
+                                                      : absent(*pair.second, base_verdicts);
+    const GateDecision hd = pair.second   ? *pair.second
+                            : head_whole.count(index) ? stand_in(*head_whole.at(index), *pair.first)
+                                                      : absent(*pair.first, head_verdicts);
     ++cmp.decisions;
     cmp.base_refuted += !bd.refuted_at.empty();
     cmp.head_refuted += !hd.refuted_at.empty();

@@ -86,6 +86,36 @@ TEST(Gate, ANodeOnlyTheHeadDecidedOnShowsTheBasesOwnVerdictForTheCase) {
   EXPECT_EQ(ch.head.verdict, "unsound-rewrite");
 }
 
+// A case where the base's pass raised (a whole-case record, counted as an
+// unsound rewrite) and the head decided on a node: one decision, compared
+// once. An unsound head rewrite is unsound in both; a sound one fixes it.
+TEST(Gate, ARaisedPassIsComparedWithEachNodeTheOtherPolicyDecidedOnceOnly) {
+  GateDecision raised = decision(0, true, false);
+  raised.rule = "pass-raised";
+  raised.verdict = "unexpected-error";
+  GateDecision raised1 = raised;
+  raised1.index = 1;
+  DecisionsFile base = file({raised, raised1});
+  DecisionsFile head = file({on_node(decision(0, true, false), "%sdpa"), on_node(decision(1, true, true), "%sdpa")});
+  GateComparison c = compare_decisions(base, head);
+  EXPECT_EQ(c.cases, 2);
+  EXPECT_EQ(c.decisions, 2);
+  EXPECT_TRUE(c.changes[GateClass::newly_unsound].empty());
+  EXPECT_TRUE(c.changes[GateClass::newly_rewritten_sound].empty());
+  EXPECT_EQ(c.still_unsound, 1);
+  ASSERT_EQ(c.changes[GateClass::unsound_fixed].size(), 1u);
+  const GateChange& fixed = c.changes[GateClass::unsound_fixed][0];
+  EXPECT_EQ(fixed.base.rule, "pass-raised");
+  EXPECT_EQ(fixed.base.node, "%sdpa");
+  EXPECT_EQ(fixed.head.index, 1);
+  // The other way round: a head whose pass raises where the base rewrote soundly.
+  GateComparison back = compare_decisions(head, base);
+  EXPECT_EQ(back.decisions, 2);
+  ASSERT_EQ(back.changes[GateClass::newly_unsound].size(), 1u);
+  EXPECT_EQ(back.changes[GateClass::newly_unsound][0].head.rule, "pass-raised");
+  EXPECT_EQ(back.still_unsound, 1);
+}
+
 TEST(Gate, SmallestCaseOfAClass) {
   std::vector<GateChange> changes{{decision(0, true, true, 9), decision(0, false, true, 9)},
                                   {decision(1, true, true, 3), decision(1, false, true, 3)}};
