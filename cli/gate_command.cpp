@@ -55,23 +55,29 @@ void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r, IsolatedCases* i
 
 // The case each class shows (example(): the smallest, a newly unsound one
 // ending in a finding first), as a corpus file replaying the head policy.
+// The case a section shows, as a corpus file replaying the head policy;
+// returns its path.
+std::string write_case(const GateArgs& a, const Options& head, const GateChange& s, const std::string& section) {
+  CorpusEntry e;
+  e.target = a.target;
+  e.options = head;
+  e.expect = s.head.verdict;
+  e.c = s.head.c;
+  e.provenance = {{"version", kVersion}, {"notes", "sdpacheck gate: " + section}, {"seed", a.seed},
+                  {"index", s.head.index}};
+  std::string slug = section;
+  for (char& ch : slug) ch = ch == ' ' || ch == ',' ? '-' : ch;
+  auto path = std::filesystem::path(a.out) / "cases" / (slug + ".json");
+  write_file_atomically(path.string(), corpus_to_json(e).dump(2) + "\n");
+  return path.string();
+}
+
 void write_cases(const GateArgs& a, const Options& head, GateReport& r) {
-  for (GateClass c : gate_classes()) {
-    const GateChange* s = example(c, r.comparison.changes.at(c));
-    if (!s) continue;
-    CorpusEntry e;
-    e.target = a.target;
-    e.options = head;
-    e.expect = s->head.verdict;
-    e.c = s->head.c;
-    e.provenance = {{"version", kVersion}, {"notes", std::string("sdpacheck gate: ") + gate_class_name(c)},
-                    {"seed", a.seed}, {"index", s->head.index}};
-    std::string slug = gate_class_name(c);
-    for (char& ch : slug) ch = ch == ' ' ? '-' : ch;
-    auto path = std::filesystem::path(a.out) / "cases" / (slug + ".json");
-    write_file_atomically(path.string(), corpus_to_json(e).dump(2) + "\n");
-    r.case_files[c] = path.string();
-  }
+  for (GateClass c : gate_classes())
+    if (const GateChange* s = example(c, r.comparison.changes.at(c)))
+      r.case_files[c] = write_case(a, head, *s, gate_class_name(c));
+  if (const GateChange* s = smallest(r.comparison.verdict_changed))
+    r.verdict_changed_file = write_case(a, head, *s, "unsound in both another verdict");
 }
 
 int run_gate(const GateArgs& a, Wiring& w) {

@@ -30,10 +30,28 @@ std::string example_rule(const std::vector<GateChange>& changes, const GateChang
 
 // "kept (rule R), unsound (rejected); refuted at s0 = 3 (...)".
 std::string decision_words(const GateDecision& d) {
-  std::string out = (d.rewrite ? "rewritten" : "kept (rule " + d.rule + ")") + (d.sound ? ", sound" : ", unsound") +
-                    " (" + d.verdict + ")";
+  const std::string what = d.rule == "pass-raised" ? "the pass raised (export fails)"
+                           : d.rewrite             ? "rewritten"
+                                                   : "kept (rule " + d.rule + ")";
+  std::string out = what + (d.sound ? ", sound" : ", unsound") + " (" + d.verdict + ")";
   if (!d.refuted_at.empty()) out += "; sound at every runtime size, refuted at " + d.refuted_at;
   return out;
+}
+
+// "unexpected-error → crash" -> how many, for the decisions unsound in both
+// whose case verdict changed.
+std::map<std::string, int64_t> verdict_transitions(const std::vector<GateChange>& changes) {
+  std::map<std::string, int64_t> out;
+  for (const auto& ch : changes) ++out[ch.base.verdict + " → " + ch.head.verdict];
+  return out;
+}
+
+void change_lines(std::ostringstream& o, const GateChange& s, const std::string& file) {
+  o << "\n`" << case_summary(s.head.c) << "`\n\n"
+    << (s.head.node.empty() ? "" : "- node: `" + s.head.node + "` (pass " + s.head.pass + ")\n")
+    << "- before: " << decision_words(s.base) << "\n"
+    << "- after: " << decision_words(s.head) << "\n";
+  if (!file.empty()) o << "- replay: `sdpacheck replay " << file << "`, explain: `sdpacheck explain " << file << "`\n";
 }
 
 }  // namespace
@@ -59,16 +77,26 @@ std::string gate_markdown(const GateReport& r) {
                                                         : "";
     o << "| " << gate_class_name(c) << " | " << r.comparison.changes.at(c).size() << " | " << effect << " |\n";
   }
+  const auto& moved = r.comparison.verdict_changed;
+  if (!moved.empty()) {
+    o << "\nUnsound in both but ending in another verdict: " << moved.size() << " decision(s) (";
+    const char* separator = "";
+    for (const auto& [transition, n] : verdict_transitions(moved)) {
+      o << separator << "`" << transition << "` " << n;
+      separator = ", ";
+    }
+    o << "). They do not fail the gate: the failure is of another kind.\n";
+  }
   for (GateClass c : gate_classes()) {
     const GateChange* s = example(c, r.comparison.changes.at(c));
     if (!s) continue;
-    o << "\n### " << gate_class_name(c) << ": " << example_rule(r.comparison.changes.at(c), *s)
-      << "\n\n`" << case_summary(s->head.c) << "`\n\n"
-      << (s->head.node.empty() ? "" : "- node: `" + s->head.node + "` (pass " + s->head.pass + ")\n")
-      << "- before: " << decision_words(s->base) << "\n"
-      << "- after: " << decision_words(s->head) << "\n";
-    if (auto it = r.case_files.find(c); it != r.case_files.end())
-      o << "- replay: `sdpacheck replay " << it->second << "`, explain: `sdpacheck explain " << it->second << "`\n";
+    o << "\n### " << gate_class_name(c) << ": " << example_rule(r.comparison.changes.at(c), *s) << "\n";
+    auto it = r.case_files.find(c);
+    change_lines(o, *s, it != r.case_files.end() ? it->second : "");
+  }
+  if (const GateChange* s = smallest(moved)) {
+    o << "\n### unsound in both, another verdict: smallest case\n";
+    change_lines(o, *s, r.verdict_changed_file);
   }
   o << "\nCorpus replay: " << r.corpus_files << " file(s), " << r.corpus_regressions << " regression(s), "
     << r.corpus_invalid << " invalid. Smoke: " << r.smoke_cases << " case(s), " << r.smoke_failures
@@ -104,6 +132,12 @@ nlohmann::json gate_json(const GateReport& r) {
     if (auto it = r.case_files.find(c); it != r.case_files.end()) cls["file"] = it->second;
     j["classes"][gate_class_name(c)] = cls;
   }
+  nlohmann::json moved;
+  moved["count"] = r.comparison.verdict_changed.size();
+  moved["transitions"] = verdict_transitions(r.comparison.verdict_changed);
+  if (const GateChange* s = smallest(r.comparison.verdict_changed)) moved["smallest"] = case_summary(s->head.c);
+  if (!r.verdict_changed_file.empty()) moved["file"] = r.verdict_changed_file;
+  j["still_unsound_verdict_changed"] = moved;
   j["corpus"] = {{"files", r.corpus_files}, {"regressions", r.corpus_regressions}, {"invalid", r.corpus_invalid}};
   j["smoke"] = {{"cases", r.smoke_cases}, {"failures", r.smoke_failures}};
   j["failures"] = r.failures();

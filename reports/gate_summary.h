@@ -17,6 +17,7 @@ struct GateReport {
   uint64_t seed = 1;
   GateComparison comparison;
   std::map<GateClass, std::string> case_files;  // the case each class shows (example()), as a corpus file
+  std::string verdict_changed_file;             // the smallest of comparison.verdict_changed, likewise
   int64_t corpus_files = 0, corpus_regressions = 0, corpus_invalid = 0;
   int64_t smoke_cases = 0, smoke_failures = 0;
   bool allow_missed = false;

@@ -50,5 +50,33 @@ TEST(GateSummary, NamesTheRuleThatPickedTheCaseShown) {
   EXPECT_EQ(rule_of(r), "smallest case");
 }
 
+// Decisions unsound in both whose case verdict changed (an export that
+// failed now a crash) are counted by transition and shown, apart from the
+// classes: they do not fail the gate.
+TEST(GateSummary, ShowsUnsoundInBothDecisionsThatEndInAnotherVerdict) {
+  GateReport r = report({});
+  EXPECT_EQ(gate_markdown(r).find("another verdict"), std::string::npos);
+  GateChange raised = change(3, 5, "unexpected-error", "crash"), small = change(4, 2, "unexpected-error", "crash");
+  small.base.rule = "pass-raised";
+  GateChange nan = change(5, 7, "unexpected-error", "nan-mismatch");
+  r.comparison.verdict_changed = {raised, small, nan};
+  r.verdict_changed_file = "out/cases/unsound-in-both-another-verdict.json";
+  const std::string md = gate_markdown(r);
+  EXPECT_NE(md.find("Unsound in both but ending in another verdict: 3 decision(s) (`unexpected-error → crash` 2, "
+                    "`unexpected-error → nan-mismatch` 1)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("### unsound in both, another verdict: smallest case\n\n`" + case_summary(small.head.c) + "`"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- before: the pass raised (export fails), unsound (unexpected-error)"), std::string::npos) << md;
+  EXPECT_NE(md.find("replay: `sdpacheck replay out/cases/unsound-in-both-another-verdict.json`"), std::string::npos);
+  EXPECT_TRUE(r.failures().empty());
+  const auto j = gate_json(r)["still_unsound_verdict_changed"];
+  EXPECT_EQ(j["count"], 3);
+  EXPECT_EQ(j["transitions"]["unexpected-error → crash"], 2);
+  EXPECT_EQ(j["smallest"], case_summary(small.head.c));
+}
+
 }  // namespace
 }  // namespace sdpa

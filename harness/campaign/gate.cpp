@@ -292,6 +292,7 @@ GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile&
     }
     ++cmp.unchanged;
     if (hd.unsound()) ++cmp.still_unsound;
+    if (hd.unsound() && bd.verdict != hd.verdict) cmp.verdict_changed.push_back({bd, hd});
     if (hd.missed()) ++cmp.still_missed;
   }
   return cmp;

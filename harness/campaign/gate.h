@@ -74,6 +74,10 @@ struct GateComparison {
   /// Decisions whose rewrite held at every runtime size and failed the
   /// completeness proof (GateDecision::refuted_at), in each file.
   int64_t base_refuted = 0, head_refuted = 0;
+  /// Decisions unsound in both whose case ends in another verdict: the
+  /// same class, but a failure of another kind (an export that failed now
+  /// a crash at run time, ...), which a change of upstream version shows.
+  std::vector<GateChange> verdict_changed;
 };
 
 /// Pairs decisions by sample index and node; throws InputError when the

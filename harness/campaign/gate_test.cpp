@@ -103,6 +103,10 @@ TEST(Gate, ARaisedPassIsComparedWithEachNodeTheOtherPolicyDecidedOnceOnly) {
   EXPECT_TRUE(c.changes[GateClass::newly_unsound].empty());
   EXPECT_TRUE(c.changes[GateClass::newly_rewritten_sound].empty());
   EXPECT_EQ(c.still_unsound, 1);
+  // Unsound in both, but the failed export is now an unsound rewrite.
+  ASSERT_EQ(c.verdict_changed.size(), 1u);
+  EXPECT_EQ(c.verdict_changed[0].base.verdict, "unexpected-error");
+  EXPECT_EQ(c.verdict_changed[0].head.verdict, "unsound-rewrite");
   ASSERT_EQ(c.changes[GateClass::unsound_fixed].size(), 1u);
   const GateChange& fixed = c.changes[GateClass::unsound_fixed][0];
   EXPECT_EQ(fixed.base.rule, "pass-raised");
