@@ -242,6 +242,16 @@ TEST(CustomSdpa, DtypeChecksAreRecoverableWithTheUpstreamTexts) {
   EXPECT_EQ(direct_error(f32, f32, f32).second, "no error");
 }
 
+// Lq query rows over 3 keys, row 32's keys all masked: the first row of
+// the second query block (32 rows a block).
+Call row_32_masked(int64_t Lq) {
+  Call c{bshd(DType::f32, Lq, 1, 1, qf), bshd(DType::f32, 3, 1, 1, kf), bshd(DType::f32, 3, 1, 1, vf)};
+  Tensor mask(DType::f32, {Lq, 3});
+  for (int64_t j = 0; j < 3; ++j) mask.data[32 * 3 + j] = -INFINITY;
+  c.mask = mask;
+  return c;
+}
+
 EtRevision revision(const std::string& name) {
   for (const auto& [value, rev] : et_revisions())
     if (value == name) return rev;
@@ -306,10 +316,7 @@ TEST(CustomSdpaRevision, BeforeApril2025AFirstBlockWithNoKeptKeyTurnsTheRowNan) 
 // earlier tree gives NaN, and a third query block's row 0 (Lq = 65: rows
 // 32 and 64 share row index 0 of their blocks) inherits that NaN sum.
 TEST(CustomSdpaRevision, BeforeApril2025AFullyMaskedRowIsNanAndItsSumCarriesOn) {
-  Call c{bshd(DType::f32, 65, 1, 1, qf), bshd(DType::f32, 3, 1, 1, kf), bshd(DType::f32, 3, 1, 1, vf)};
-  Tensor mask(DType::f32, {65, 3});
-  for (int64_t j = 0; j < 3; ++j) mask.data[32 * 3 + j] = -INFINITY;
-  c.mask = mask;
+  const Call c = row_32_masked(65);
   for (Numerics n : {Numerics::emulated, Numerics::exact}) {
     const Tensor now = run(c, n), before = run(c, n, {}, 1, revision("2025-04-24"));
     EXPECT_EQ(now.data[32], 0.0);
@@ -334,10 +341,7 @@ TEST(CustomSdpa, FullyMaskedRowIsNan) {
 // 0's sum, so row 32 is 0 * V / sum = 0. With two threads each block has
 // its own zeroed scratch: 0 * (1 / 0) = NaN.
 TEST(CustomSdpa, AFullyMaskedRowKeepsTheSumThePreviousQueryBlockLeft) {
-  Call c{bshd(DType::f32, 33, 1, 1, qf), bshd(DType::f32, 3, 1, 1, kf), bshd(DType::f32, 3, 1, 1, vf)};
-  Tensor mask(DType::f32, {33, 3});
-  for (int64_t j = 0; j < 3; ++j) mask.data[32 * 3 + j] = -INFINITY;
-  c.mask = mask;
+  const Call c = row_32_masked(33);
   for (Numerics n : {Numerics::emulated, Numerics::exact}) {
     EXPECT_EQ(run(c, n, {}, 1).data[32], 0.0);
     EXPECT_TRUE(std::isnan(run(c, n, {}, 2).data[32]));
