@@ -4,7 +4,7 @@
 
 namespace sdpa {
 
-Graph sdpa_entry_graph(const Case& c) {
+Graph sdpa_entry_graph(const Case& c, CallForm form) {
   Graph g;
   DType input_dtype = c.dtype == DType::i8 ? DType::f32 : c.dtype;
   ValueRef q = g.placeholder("q", {input_dtype, query_shape(c)});
@@ -25,6 +25,12 @@ Graph sdpa_entry_graph(const Case& c) {
   }
   std::vector<Arg> args{q, k, v, mask ? Arg(*mask) : Arg(None{}), c.dropout_p, c.is_causal};
   std::vector<std::pair<std::string, Arg>> kwargs;
+  if (form == CallForm::keyword) {
+    args.resize(3);
+    if (mask) kwargs.emplace_back("attn_mask", *mask);
+    if (c.dropout_p != 0.0) kwargs.emplace_back("dropout_p", c.dropout_p);
+    if (c.is_causal) kwargs.emplace_back("is_causal", true);
+  }
   if (c.scale) kwargs.emplace_back("scale", *c.scale);
   if (c.enable_gqa) kwargs.emplace_back("enable_gqa", true);
   ValueRef out = g.call(kSdpaOp, args, kwargs, {{input_dtype, output_shape(c)}},
@@ -48,6 +54,14 @@ SdpaCall read_sdpa_call(const Node& n) {
   if (n.args.size() > 5) call.is_causal = std::get<bool>(n.args[5]);
   if (const Arg* s = n.kwarg("scale"); s && std::holds_alternative<double>(*s)) call.scale = std::get<double>(*s);
   if (const Arg* e = n.kwarg("enable_gqa"); e && std::holds_alternative<bool>(*e)) call.enable_gqa = std::get<bool>(*e);
+  return call;
+}
+
+SdpaCall read_sdpa_call_bound(const Node& n) {
+  SdpaCall call = read_sdpa_call(n);
+  if (const Arg* m = n.kwarg("attn_mask"); m && std::holds_alternative<ValueRef>(*m)) call.mask = std::get<ValueRef>(*m);
+  if (const Arg* d = n.kwarg("dropout_p"); d && std::holds_alternative<double>(*d)) call.dropout_p = std::get<double>(*d);
+  if (const Arg* c = n.kwarg("is_causal"); c && std::holds_alternative<bool>(*c)) call.is_causal = std::get<bool>(*c);
   return call;
 }
 

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <cmath>
+
 #include <filesystem>
 
 #include "backends/all_targets.h"
@@ -13,6 +15,7 @@
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/gate.h"
+#include "harness/case/tensor_data.h"
 #include "harness/campaign/replay.h"
 #include "oracles/dual_oracle.h"
 #include "reports/run_summary.h"
@@ -262,6 +265,73 @@ TEST(LlmExecuTorchTrees, TheContractGainsHalfPrecisionCallsAcrossTheUpgradeAndNo
       EXPECT_TRUE(ch.base.c.dtype == DType::f16 || ch.base.c.dtype == DType::bf16) << case_summary(ch.base.c);
       EXPECT_EQ(ch.base.rule, "dtype") << case_summary(ch.base.c);
     }
+}
+
+// call_form=keyword: an SDPA node that passes attn_mask, dropout_p and
+// is_causal by keyword. The export pass reads them by position only (§2.1
+// item 1), so it drops a mask or is_causal and the rewrite is unsound: found,
+// named by its defect class, shrunk and replayed. The contract binds them:
+// its campaign is the positional one's, verdict for verdict.
+TEST(LlmKeywordCallForm, TheExportPassDropsKeywordArgumentsAndTheContractBindsThem) {
+  namespace fs = std::filesystem;
+  fs::path corpus = fs::temp_directory_path() / ("sdpacheck_llm_keyword_" + std::to_string(::getpid()));
+  fs::remove_all(corpus);
+  TargetRun r = fixture().campaign({{"guard", "upstream"}, {"call_form", "keyword"}}, 600, corpus.string());
+  const WrittenFinding* w = find(r, "unsound-rewrite", in_class("keyword-args"));
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_TRUE(w->shrunk.mask.has_value()) << case_summary(w->shrunk);  // the dropped mask
+  EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
+  CorpusEntry e = read_corpus_file(w->file);
+  EXPECT_EQ(e.options.at("call_form"), "keyword");
+  EXPECT_EQ(replay_entry(e, fixture().registry, *fixture().reference).status, ReplayStatus::as_expected);
+  fs::remove_all(corpus);
+  // A dropped is_causal: the same class, so the campaign writes one case of
+  // the two; run here on a causal call of its own.
+  Case causal = symbolic_lengths({{{"s0", 3}, {"s1", 3}}});
+  causal.kv_len = causal.q_len;
+  causal.symbols.erase("s1");
+  causal.runtime = {{{"s0", 3}}};
+  causal.is_causal = true;
+  auto upstream = fixture().registry.make("llm", {{"guard", "upstream"}, {"call_form", "keyword"}});
+  CaseResult dropped = run_case(*upstream, *fixture().reference, causal);
+  ASSERT_EQ(dropped.verdict, Verdict::unsound_rewrite);
+  EXPECT_TRUE(contains(dropped.primary()->failure_class, "keyword-args")) << dropped.primary()->failure_class;
+  auto by_position = fixture().registry.make("llm", {{"guard", "upstream"}});
+  EXPECT_EQ(run_case(*by_position, *fixture().reference, causal).verdict, Verdict::pass);
+  TargetRun keyword = fixture().campaign({{"guard", "contract"}, {"call_form", "keyword"}}, 1000);
+  TargetRun positional = fixture().campaign({{"guard", "contract"}}, 1000);
+  EXPECT_EQ(keyword.verdicts, positional.verdicts);
+  EXPECT_EQ(keyword.verdicts["unsound-rewrite"], 0);
+}
+
+// A NaN in k at a key causal attention drops: aten's row is NaN, and
+// custom_sdpa, which writes -inf over that score, gives a finite row, the
+// declared divergence. When the upstream pass dropped a keyword is_causal,
+// custom_sdpa ran non-causal: the divergence no longer describes the call,
+// and the explanation must not claim it.
+TEST(LlmKeywordCallForm, AnExplanationDescribesTheCallThePassEmitted) {
+  Case c = symbolic_lengths({{{"s0", 2}, {"s1", 2}}});
+  c.q_len = c.kv_len = 2;
+  c.symbols.clear();
+  c.runtime.clear();
+  c.head_dim = c.value_dim = 1;
+  c.is_causal = true;
+  CaseTensors t = make_case_tensors(c, {});
+  t.k.data[1] = std::nan("");  // row 0's dropped key
+  const Golden g = fixture().reference->golden(c, t, {});
+  ASSERT_TRUE(std::isnan(g.out.data[0]));
+  auto explains = [&](const Options& o) {
+    return fixture().registry.make("llm", o)->explains_nan(c, t, g, {0}, "custom_ops").has_value();
+  };
+  EXPECT_TRUE(explains({{"guard", "upstream"}}));
+  EXPECT_TRUE(explains({{"guard", "contract"}, {"call_form", "keyword"}}));
+  EXPECT_FALSE(explains({{"guard", "upstream"}, {"call_form", "keyword"}}));
+}
+
+TEST(LlmKeywordCallForm, AReproSaysExportWritesThePositionalForm) {
+  const UpstreamRepro u = llm_upstream_repro({{"guard", "upstream"}, {"call_form", "keyword"}});
+  ASSERT_EQ(u.deviations.size(), 1u);
+  EXPECT_NE(u.deviations[0].find("which torch.export never writes"), std::string::npos) << u.deviations[0];
 }
 
 struct Weakening {

@@ -72,7 +72,7 @@ class LlmTarget : public Target {
     return std::nullopt;
   }
 
-  Graph entry(const Case& c) const override { return sdpa_entry_graph(c); }
+  Graph entry(const Case& c) const override { return sdpa_entry_graph(c, call_form()); }
   // pass=adapter:COMMAND: the adapter runs in place of the modeled pass.
   std::vector<const Pass*> passes() const override { return {adapter_ ? adapter_.get() : &pass_}; }
   std::vector<KernelSetInfo> kernel_sets() const override {
@@ -89,13 +89,16 @@ class LlmTarget : public Target {
 
   UpstreamRepro upstream_repro() const override { return llm_upstream_repro(options_); }
 
-  // The pass emits start_pos 0: custom_sdpa runs causal top-left.
+  // The pass emits start_pos 0: custom_sdpa runs causal top-left. The
+  // upstream pass drops a mask and is_causal given by keyword.
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
                                           const std::vector<int64_t>& rows,
                                           const std::string& kernel_set) const override {
     const bool assume_causal = options_.at("assume_causal_mask") == "true";
+    const bool dropped = call_form() == CallForm::keyword && options_.at("guard") == "upstream";
     return explain_custom_sdpa_nan(c, t, g, rows,
-                                   {c.is_causal || assume_causal, c.mask.has_value() && !assume_causal, 0,
+                                   {assume_causal || (c.is_causal && !dropped),
+                                    c.mask.has_value() && !assume_causal && !dropped, 0,
                                     threads_option(options_), et_revision_option(options_).nan_for_masked_block,
                                     kernel_set != "exact"});
   }
@@ -119,10 +122,18 @@ class LlmTarget : public Target {
     if (c.mask && (c.mask->dtype == DType::f16 || c.mask->dtype == DType::bf16))
       out.push_back({"mask-cast", false, std::string("an ") + dtype_name(c.mask->dtype) +
                                              " mask, which custom_sdpa refuses (the contract casts it to f32)"});
+    if (call_form() == CallForm::keyword && (c.mask || c.is_causal || c.dropout_p != 0.0))
+      out.push_back({"keyword-args", false,
+                     "attn_mask, dropout_p or is_causal given by keyword, which the export pass reads by "
+                     "position only (§2.1 item 1: it drops them; the contract binds them)"});
     return out;
   }
 
  private:
+  CallForm call_form() const {
+    return options_.at("call_form") == "keyword" ? CallForm::keyword : CallForm::positional;
+  }
+
   Options options_;
   ReplaceSdpaWithCustomSdpaPass pass_;
   std::unique_ptr<Pass> adapter_;
@@ -161,6 +172,9 @@ class LlmFactory : public TargetFactory {
             {"threads", {"1", "2", "4", "8"}, "1",
              "threads of the ExecuTorch threadpool custom_sdpa runs on (1: a build without one): "
              "query blocks one thread runs in turn share their row sums (§1.11)"},
+            {"call_form", {"positional", "keyword"}, "positional",
+             "entry=sdpa: the SDPA node's attn_mask, dropout_p and is_causal by position, as torch.export "
+             "writes them, or by keyword, as a graph pass that emits the node with keywords writes them"},
             {"executorch", revisions, "main",
              "the ExecuTorch tree modelled: main (cff6f4dd32), 2026-07-07 (before 411a01e1b9: custom_sdpa and "
              "its Meta kernel take float32 only), 2025-07-01 (also before 9905026101: the mask has q's dtype), "
@@ -207,6 +221,7 @@ class LlmFactory : public TargetFactory {
       misplaced("assume_causal_mask", "false", "sdpa");
       misplaced("miseval", "none", "sdpa");
       misplaced("pass", "model", "sdpa");
+      misplaced("call_form", "positional", "sdpa");
       const std::string& w = options.at("weaken");
       if (w != "none" && !parse_swap_rule(w))
         throw InputError("option 'weaken' of target llm with entry=sdpa-custom: expected none or a swap rule, got '" +

@@ -56,6 +56,10 @@ UpstreamRepro llm_upstream_repro(const Options& o) {
     u.deviations.push_back(
         "option guard=contract: sdpacheck's intended guard design (semantics passes.md section 3), which the "
         "upstream pass does not have: upstream rewrites every 4-D call, this one included");
+  if (option("call_form") == "keyword")
+    u.deviations.push_back("option call_form=keyword: the node passes attn_mask, dropout_p and is_causal by "
+                           "keyword, which torch.export never writes: the script's exported node passes them "
+                           "by position, so the pass reads them there");
   if (option("executorch") != "none" && option("executorch") != "main")
     u.deviations.push_back("option executorch=" + option("executorch") +
                            ": the model is ExecuTorch's tree of that date (the option's help names the "

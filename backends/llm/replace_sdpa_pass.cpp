@@ -114,7 +114,9 @@ class Rewriter {
         rw.copy(n);
         continue;
       }
-      SdpaCall call = read_sdpa_call(n);
+      // Upstream's _extract_args reads positions only (§2.1 item 1); the
+      // contract binds the call as aten does.
+      SdpaCall call = cfg_.policy == GuardPolicy::upstream ? read_sdpa_call(n) : read_sdpa_call_bound(n);
       SdpaCall mapped = call;
       mapped.q = rw.map(call.q);
       mapped.k = rw.map(call.k);
@@ -212,7 +214,7 @@ class Rewriter {
 Decision ReplaceSdpaWithCustomSdpaPass::contract_guard(const Graph& g, const Node& n,
                                                       const ShapeEnv& env) const {
   GuardContext guard(env, "%" + n.name);
-  const SdpaCall call = read_sdpa_call(n);
+  const SdpaCall call = read_sdpa_call_bound(n);
   const ValueInfo &q = g.info(call.q), &k = g.info(call.k), &v = g.info(call.v);
   auto weak = [&](ContractRule r) { return config_.weakened == r; };
   auto rule = [&](ContractRule r, bool ok, const std::string& detail) {

@@ -60,13 +60,7 @@ TEST(UpstreamPass, RewritesToCustomSdpaWithStartPosZero) {
 TEST(UpstreamPass, AKeywordMaskIsDroppedAndTheExactRunsDiffer) {
   Case c = base();
   c.mask = MaskSpec{DType::b8, {SymExpr(3), SymExpr(3)}, MaskPattern::causal};
-  Graph entry = sdpa_entry_graph(c);
-  for (Node& n : entry.nodes) {
-    if (n.op != kSdpaOp) continue;
-    ASSERT_GE(n.args.size(), 4u);
-    n.kwargs.emplace_back("attn_mask", n.args[3]);
-    n.args.resize(3);
-  }
+  Graph entry = sdpa_entry_graph(c, CallForm::keyword);
   RewriteControl control;
   Pass::Result r = ReplaceSdpaWithCustomSdpaPass(upstream()).run(entry, c.shape_env(), control);
   ASSERT_TRUE(r.decisions[0].rewrite);
@@ -81,6 +75,42 @@ TEST(UpstreamPass, AKeywordMaskIsDroppedAndTheExactRunsDiffer) {
   double largest = 0;
   for (int64_t i = 0; i < before.numel(); ++i) largest = std::max(largest, std::fabs(before.data[i] - after.data[i]));
   EXPECT_GT(largest, 1e-3);  // the causal mask's keys count again
+}
+
+// The keyword entry form (option call_form=keyword): q, k and v by
+// position, the mask, dropout_p and is_causal by keyword where given. The
+// upstream reader sees none of them; the bound reader, which the contract
+// uses, sees them all, and the contract's rewrite keeps the mask.
+TEST(ContractPass, BindsTheKeywordFormAsAtenDoes) {
+  Case c = base();
+  c.mask = MaskSpec{DType::f32, {SymExpr(3), SymExpr(3)}, MaskPattern::causal};
+  c.dropout_p = 0.25;
+  const Graph entry = sdpa_entry_graph(c, CallForm::keyword);
+  const Node* sdpa = nullptr;
+  for (const Node& n : entry.nodes)
+    if (n.op == kSdpaOp) sdpa = &n;
+  ASSERT_NE(sdpa, nullptr);
+  EXPECT_EQ(sdpa->args.size(), 3u);
+  const SdpaCall positional = read_sdpa_call(*sdpa), bound = read_sdpa_call_bound(*sdpa);
+  EXPECT_FALSE(positional.mask);
+  EXPECT_EQ(positional.dropout_p, 0.0);
+  ASSERT_TRUE(bound.mask);
+  EXPECT_EQ(bound.dropout_p, 0.25);
+  EXPECT_TRUE(bound.enable_gqa);
+  c.mask.reset();
+  c.dropout_p = 0.0;
+  c.is_causal = true;
+  EXPECT_TRUE(read_sdpa_call_bound(sdpa_entry_graph(c, CallForm::keyword).nodes.back()).is_causal);
+  EXPECT_FALSE(read_sdpa_call(sdpa_entry_graph(c, CallForm::keyword).nodes.back()).is_causal);
+  // The contract's rewrite of a masked keyword call passes the mask on.
+  c.is_causal = false;
+  c.mask = MaskSpec{DType::f32, {SymExpr(3), SymExpr(3)}, MaskPattern::causal};
+  RewriteControl control;
+  Pass::Result r = ReplaceSdpaWithCustomSdpaPass(contract()).run(sdpa_entry_graph(c, CallForm::keyword),
+                                                                 c.shape_env(), control);
+  ASSERT_TRUE(r.decisions.at(0).rewrite) << r.decisions.at(0).deciding_rule;
+  const std::string text = print_graph(r.graph);
+  EXPECT_NE(text.find("%v_bshd_contiguous, 0, %attn_mask, 0.0, False, None)"), std::string::npos) << text;
 }
 
 TEST(UpstreamPass, HasNoGuardOnLengthsOrDropout) {

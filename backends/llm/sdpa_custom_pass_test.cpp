@@ -218,6 +218,7 @@ TEST(SdpaCustomPass, OptionsOfTheOtherEntryFormAreErrors) {
   EXPECT_THROW(r.make("llm", {{"entry", "sdpa-custom"}, {"weaken", "dropout"}}), InputError);
   EXPECT_THROW(r.make("llm", {{"use_attention_mask", "true"}}), InputError);
   EXPECT_THROW(r.make("llm", {{"weaken", "causal-slice"}}), InputError);
+  EXPECT_THROW(r.make("llm", {{"entry", "sdpa-custom"}, {"call_form", "keyword"}}), InputError);
   EXPECT_NO_THROW(r.make("llm", {{"entry", "sdpa-custom"}, {"weaken", "mask-dtype"}}));
 }
 
