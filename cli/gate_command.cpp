@@ -53,10 +53,8 @@ void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r, IsolatedCases* i
   r.corpus_invalid = t.invalid;
 }
 
-// The case each class shows (example(): the smallest, a newly unsound one
-// ending in a finding first), as a corpus file replaying the head policy.
-// The case a section shows, as a corpus file replaying the head policy;
-// returns its path.
+// The case a section of gate.md shows, as a corpus file replaying the head
+// policy; returns its path.
 std::string write_case(const GateArgs& a, const Options& head, const GateChange& s, const std::string& section) {
   CorpusEntry e;
   e.target = a.target;
@@ -72,6 +70,9 @@ std::string write_case(const GateArgs& a, const Options& head, const GateChange&
   return path.string();
 }
 
+// The case each class shows (example(): the smallest, a newly unsound one
+// ending in a finding first), and the smallest unsound in both with another
+// verdict.
 void write_cases(const GateArgs& a, const Options& head, GateReport& r) {
   for (GateClass c : gate_classes())
     if (const GateChange* s = example(c, r.comparison.changes.at(c)))

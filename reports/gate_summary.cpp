@@ -30,9 +30,10 @@ std::string example_rule(const std::vector<GateChange>& changes, const GateChang
 
 // "kept (rule R), unsound (rejected); refuted at s0 = 3 (...)".
 std::string decision_words(const GateDecision& d) {
-  const std::string what = d.rule == "pass-raised" ? "the pass raised (export fails)"
-                           : d.rewrite             ? "rewritten"
-                                                   : "kept (rule " + d.rule + ")";
+  const std::string what = d.rule == "pass-raised"    ? "the pass raised (export fails)"
+                           : d.rule == "process-died" ? "the case's process died"
+                           : d.rewrite                ? "rewritten"
+                                                      : "kept (rule " + d.rule + ")";
   std::string out = what + (d.sound ? ", sound" : ", unsound") + " (" + d.verdict + ")";
   if (!d.refuted_at.empty()) out += "; sound at every runtime size, refuted at " + d.refuted_at;
   return out;

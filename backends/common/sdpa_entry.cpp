@@ -59,6 +59,13 @@ SdpaCall read_sdpa_call(const Node& n) {
 
 SdpaCall read_sdpa_call_bound(const Node& n) {
   SdpaCall call = read_sdpa_call(n);
+  size_t position = 3;
+  for (const char* name : {"attn_mask", "dropout_p", "is_causal"}) {
+    if (n.kwarg(name) && n.args.size() > position)  // as aten's binding raises
+      throw std::invalid_argument("%" + n.name + ": scaled_dot_product_attention() got multiple values for "
+                                  "argument '" + name + "'");
+    ++position;
+  }
   if (const Arg* m = n.kwarg("attn_mask"); m && std::holds_alternative<ValueRef>(*m)) call.mask = std::get<ValueRef>(*m);
   if (const Arg* d = n.kwarg("dropout_p"); d && std::holds_alternative<double>(*d)) call.dropout_p = std::get<double>(*d);
   if (const Arg* c = n.kwarg("is_causal"); c && std::holds_alternative<bool>(*c)) call.is_causal = std::get<bool>(*c);

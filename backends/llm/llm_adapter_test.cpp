@@ -106,6 +106,20 @@ TEST_P(LlmAdapter, ThePythonPortFindsWhatTheModelFinds) {
 
 INSTANTIATE_TEST_SUITE_P(Guards, LlmAdapter, testing::Values("upstream", "contract"));
 
+// call_form=keyword: the node passes attn_mask, dropout_p and is_causal by
+// keyword. The port reads them as the model does: by position only in the
+// upstream pass (which drops them), bound as aten binds them in the contract.
+TEST(LlmAdapterKeywordForm, ThePortReadsKeywordArgumentsAsTheModelDoes) {
+  if (!have_torch_fx()) GTEST_SKIP() << kPython << " has no torch.fx (Debian: python3-torch)";
+  for (const char* guard : {"upstream", "contract"}) {
+    SCOPED_TRACE(guard);
+    Observed model = campaign({{"guard", guard}, {"call_form", "keyword"}}, 200, false);
+    Observed python = campaign({{"guard", guard}, {"call_form", "keyword"}, {"pass", port()}}, 200, false);
+    expect_same(model, python);
+    EXPECT_EQ(model.run.verdicts["unsound-rewrite"] > 0, std::string(guard) == "upstream");
+  }
+}
+
 // The Python contract guard without its causal-lengths rule rewrites causal
 // calls with Lq > Lkv: custom_sdpa aborts on them. Caught, filed under the
 // rule, shrunk, and the same as the model with that rule weakened.

@@ -67,6 +67,7 @@ class CallFacts {
   CallFacts(const Case& c, const CaseTensors& t, const CustomSdpaCall& call)
       : t_(t), call_(call), s_(blocks_of(t, call)),
         scale_(call.f32 ? static_cast<float>(c.effective_scale()) : c.effective_scale()),
+        aten_scale_(c.effective_scale()),
         sum_nan_(static_cast<size_t>(s_.B * s_.Hq * s_.Lq), -1) {}
 
   // Causal query row r: its scores at the kept keys (j <= start_pos + i)
@@ -82,7 +83,7 @@ class CallFacts {
     const int64_t unread_from = read_end(s_, call_, r.i);
     bool kept_ok = true, dropped_bad = false;
     for (int64_t j = 0; j < s_.Lkv; ++j) {
-      bool bad = nan_or_plus_inf(score(r, j));
+      bool bad = nan_or_plus_inf(aten_score(r, j));
       if (j <= call_.start_pos + r.i) {
         kept_ok = kept_ok && !bad;
         continue;
@@ -128,6 +129,15 @@ class CallFacts {
     for (int64_t j = 0; j < end; ++j)
       if (!(kernel_score(r, j) == -INFINITY)) return false;  // a causal fill at scale <= 0 is NaN or +inf
     return true;
+  }
+
+  // q.k * scale of row r at key j as aten's golden computes it (exactly).
+  long double aten_score(const Row& r, int64_t j) const {
+    const double* q = &t_.q.data[((r.b * s_.Hq + r.h) * s_.Lq + r.i) * s_.E];
+    const double* k = &t_.k.data[((r.b * s_.Hkv + r.hk) * s_.Lkv + j) * s_.E];
+    long double acc = 0;
+    for (int64_t e = 0; e < s_.E; ++e) acc += static_cast<long double>(q[e]) * k[e];
+    return acc * static_cast<long double>(aten_scale_);
   }
 
   // q.k * scale of row r at key j in the kernel set's arithmetic: f32 sums
@@ -207,7 +217,8 @@ class CallFacts {
   const CaseTensors& t_;
   const CustomSdpaCall& call_;
   const Blocks s_;
-  const double scale_;
+  const double scale_;       // the kernel's: rounded to f32 in f32 numerics
+  const double aten_scale_;  // the golden's
   std::vector<int8_t> sum_nan_;  // per query row: -1 unknown, 0 or 1
 };
 
@@ -239,19 +250,22 @@ std::optional<std::string> explain_custom_sdpa_nan(const Case& c, const CaseTens
                                                    const std::vector<int64_t>& rows, const CustomSdpaCall& call) {
   if (t.q.shape.size() != 4 || t.k.shape.size() != 4 || t.v.shape.size() != 4) return std::nullopt;
   CallFacts facts(c, t, call);
-  // A NaN sum makes the kernel's row NaN: it explains a row where aten's is
-  // finite, never one where aten's is not.
+  // A NaN sum makes the kernel's whole row NaN: it explains a row where
+  // aten's is not all NaN (an element of aten's row differs from NaN), never
+  // one where aten's is all NaN (the kernel's is then the finite one).
   const int64_t ev = g.out.shape.empty() ? 0 : g.out.shape.back();
-  auto golden_finite = [&](int64_t r) {
+  auto golden_not_all_nan = [&](int64_t r) {
     if (ev <= 0 || (r + 1) * ev > g.out.numel()) return false;
     for (int64_t e = r * ev; e < (r + 1) * ev; ++e)
-      if (!std::isfinite(g.out.data[e])) return false;
-    return true;
+      if (!std::isnan(g.out.data[e])) return true;
+    return false;
   };
+  // aten's fully masked rows are the kernel's only if the kernel got the mask.
+  const bool kernel_has_atens_mask = call.masked || !c.mask.has_value();
   std::optional<std::string> first;  // the reason of the first row not fully masked
   for (int64_t r : rows) {
-    if (g.fully_masked.at(static_cast<size_t>(r))) continue;
-    const bool kernel_side_nan = golden_finite(r);
+    if (g.fully_masked.at(static_cast<size_t>(r)) && kernel_has_atens_mask) continue;
+    const bool kernel_side_nan = golden_not_all_nan(r);
     const char* reason = call.causal && facts.causal_drop_explains(r)   ? kCausalOverwrite
                          : kernel_side_nan && facts.first_block_masked(r) ? kMaskedBlockNan
                          : kernel_side_nan && facts.carried_sum_explains(r) ? kCarriedRowSum

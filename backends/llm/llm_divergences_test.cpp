@@ -80,6 +80,13 @@ TEST(LlmDivergences, ANanRowSumExplainsTheSameRowOfTheThreadsLaterBlocks) {
   // kernel's the finite one), it explains nothing.
   x.g.out.data[1] = NAN;
   EXPECT_EQ(explain(x, {1}, {false, true, 0, 1}), std::nullopt);
+  // Where one element of aten's row is not NaN (Ev 2: an inf and a
+  // number), the kernel's NaN row is still the NaN sum's.
+  const Tensor finite_out = x.g.out;
+  x.g.out = Tensor(DType::f64, {1, 2, 1, 2}, 0.5);
+  x.g.out.data[2] = INFINITY;
+  EXPECT_EQ(explain(x, {1}, {false, true, 0, 1}), std::string(kCarriedRowSum));
+  x.g.out = finite_out;
   x.g.out.data[1] = 0.5;
   x.t.q.data[0] = 0.5;
   EXPECT_EQ(explain(x, {1}, {false, true, 0, 1}), std::nullopt);
@@ -238,7 +245,7 @@ TEST(LlmDivergences, ANanSumExplanationNamesOnlyRowsTheKernelMakesNan) {
       for (double& x : q.data) x = value();
       for (double& x : k.data) x = value();
       for (double& x : v.data) x = uniform(0, 1) < p ? INFINITY : uniform(-2, 2);
-      if (uniform(0, 1) < 0.2)
+      if (p > 0 && uniform(0, 1) < 0.5)  // a -inf query row
         for (int64_t e = 0, i = pick(0, Lq - 1), h = pick(0, Hq - 1); e < E; ++e) q.data[(i * Hq + h) * E + e] = -INFINITY;
       std::optional<Tensor> mask;
       if (mode == 0) {
@@ -281,12 +288,19 @@ TEST(LlmDivergences, ANanSumExplanationNamesOnlyRowsTheKernelMakesNan) {
             CustomSdpaCall in_numerics = call;
             in_numerics.f32 = f32;
             const auto why = explain_custom_sdpa_nan(c, t, g, {row}, in_numerics);
-            if (!why || *why == kCausalOverwrite) continue;
-            ++explained;
-            carried += *why == kCarriedRowSum;
             const Tensor& out = f32 ? emulated : exact;
             bool nan = false;
             for (int64_t e = 0; e < E; ++e) nan = nan || std::isnan(out.data[(i * Hq + h) * E + e]);
+            // The other way: with finite data at the default scale, every
+            // NaN row of a row that keeps a key comes from a NaN sum the
+            // explanation names (a row's own scores cannot make one).
+            if (p == 0.0 && !scale && nan)
+              ASSERT_TRUE(why && *why != kCausalOverwrite)
+                  << tree << (f32 ? " f32" : " exact") << ": the kernel's NaN row " << row << " of call " << it
+                  << " is not explained";
+            if (!why || *why == kCausalOverwrite) continue;
+            ++explained;
+            carried += *why == kCarriedRowSum;
             ASSERT_TRUE(nan) << tree << (f32 ? " f32" : " exact") << ": " << *why << " explains row " << row
                              << " of call " << it
                              << " (mode " << mode << ", Hq " << Hq << ", Lq " << Lq << ", Lkv " << Lkv

@@ -326,6 +326,42 @@ TEST(LlmKeywordCallForm, AnExplanationDescribesTheCallThePassEmitted) {
   EXPECT_TRUE(explains({{"guard", "upstream"}}));
   EXPECT_TRUE(explains({{"guard", "contract"}, {"call_form", "keyword"}}));
   EXPECT_FALSE(explains({{"guard", "upstream"}, {"call_form", "keyword"}}));
+  // aten's fully masked row is the kernel's only where the kernel got the mask.
+  Case masked = c;
+  masked.is_causal = false;
+  masked.mask = MaskSpec{DType::f32, {SymExpr(2), SymExpr(2)}, MaskPattern::keep_all};
+  CaseTensors mt = make_case_tensors(masked, {});
+  mt.mask->data = {-INFINITY, -INFINITY, 0.0, 0.0};  // row 0 fully masked
+  Golden mg = fixture().reference->golden(masked, mt, {});
+  ASSERT_TRUE(mg.fully_masked.at(0));
+  auto explains_masked = [&](const Options& o) {
+    return fixture().registry.make("llm", o)->explains_nan(masked, mt, mg, {0}, "custom_ops").has_value();
+  };
+  EXPECT_TRUE(explains_masked({{"guard", "contract"}, {"call_form", "keyword"}}));
+  EXPECT_FALSE(explains_masked({{"guard", "upstream"}, {"call_form", "keyword"}}));
+}
+
+// The fact keyword-args names a failure only where the pass dropped
+// something: under upstream, without assume_causal_mask, for a mask or
+// is_causal (a dropped dropout_p changes nothing: custom_sdpa ignores it).
+TEST(LlmKeywordCallForm, TheKeywordFactIsNamedOnlyWhereThePassDroppedAnArgument) {
+  Case c = symbolic_lengths({{{"s0", 2}, {"s1", 2}}});
+  c.q_len = c.kv_len = 2;
+  c.symbols.clear();
+  c.runtime.clear();
+  c.is_causal = true;
+  auto names_it = [&](const Options& o) {
+    for (const auto& r : fixture().registry.make("llm", o)->failure_facts(c))
+      if (r.rule == "keyword-args") return true;
+    return false;
+  };
+  EXPECT_TRUE(names_it({{"guard", "upstream"}, {"call_form", "keyword"}}));
+  EXPECT_FALSE(names_it({{"guard", "contract"}, {"call_form", "keyword"}}));
+  EXPECT_FALSE(names_it({{"guard", "upstream"}, {"call_form", "keyword"}, {"assume_causal_mask", "true"}}));
+  EXPECT_FALSE(names_it({{"guard", "upstream"}}));
+  c.is_causal = false;
+  c.dropout_p = 0.5;
+  EXPECT_FALSE(names_it({{"guard", "upstream"}, {"call_form", "keyword"}}));
 }
 
 TEST(LlmKeywordCallForm, AReproSaysExportWritesThePositionalForm) {

@@ -95,7 +95,7 @@ class LlmTarget : public Target {
                                           const std::vector<int64_t>& rows,
                                           const std::string& kernel_set) const override {
     const bool assume_causal = options_.at("assume_causal_mask") == "true";
-    const bool dropped = call_form() == CallForm::keyword && options_.at("guard") == "upstream";
+    const bool dropped = drops_keyword_args();
     return explain_custom_sdpa_nan(c, t, g, rows,
                                    {assume_causal || (c.is_causal && !dropped),
                                     c.mask.has_value() && !assume_causal && !dropped, 0,
@@ -122,16 +122,22 @@ class LlmTarget : public Target {
     if (c.mask && (c.mask->dtype == DType::f16 || c.mask->dtype == DType::bf16))
       out.push_back({"mask-cast", false, std::string("an ") + dtype_name(c.mask->dtype) +
                                              " mask, which custom_sdpa refuses (the contract casts it to f32)"});
-    if (call_form() == CallForm::keyword && (c.mask || c.is_causal || c.dropout_p != 0.0))
+    if (drops_keyword_args() && (c.mask || c.is_causal))
       out.push_back({"keyword-args", false,
-                     "attn_mask, dropout_p or is_causal given by keyword, which the export pass reads by "
-                     "position only (§2.1 item 1: it drops them; the contract binds them)"});
+                     "attn_mask or is_causal given by keyword, which the export pass reads by position "
+                     "only (§2.1 item 1): it drops them"});
     return out;
   }
 
  private:
   CallForm call_form() const {
     return options_.at("call_form") == "keyword" ? CallForm::keyword : CallForm::positional;
+  }
+  // The upstream pass reads attn_mask and is_causal by position only, so a
+  // keyword node loses them (assume_causal_mask replaces both anyway).
+  bool drops_keyword_args() const {
+    return call_form() == CallForm::keyword && options_.at("guard") == "upstream" &&
+           options_.at("assume_causal_mask") != "true";
   }
 
   Options options_;

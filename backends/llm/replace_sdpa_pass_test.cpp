@@ -102,6 +102,10 @@ TEST(ContractPass, BindsTheKeywordFormAsAtenDoes) {
   c.is_causal = true;
   EXPECT_TRUE(read_sdpa_call_bound(sdpa_entry_graph(c, CallForm::keyword).nodes.back()).is_causal);
   EXPECT_FALSE(read_sdpa_call(sdpa_entry_graph(c, CallForm::keyword).nodes.back()).is_causal);
+  // Given both ways, as aten's binding does, the bound reader raises.
+  Node twice = sdpa_entry_graph(c).nodes.back();
+  twice.kwargs.emplace_back("is_causal", true);
+  EXPECT_THROW(read_sdpa_call_bound(twice), std::invalid_argument);
   // The contract's rewrite of a masked keyword call passes the mask on.
   c.is_causal = false;
   c.mask = MaskSpec{DType::f32, {SymExpr(3), SymExpr(3)}, MaskPattern::causal};

@@ -74,6 +74,21 @@ class SdpaCall:
         self.enable_gqa = gqa if isinstance(gqa, bool) else False
 
 
+class BoundSdpaCall(SdpaCall):
+    """The same, bound as aten binds the schema: attn_mask, dropout_p and
+    is_causal by position or by keyword (the contract reads the call so)."""
+
+    def __init__(self, node):
+        super().__init__(node)
+        kw = node.kwargs
+        if isinstance(kw.get("attn_mask"), torch.fx.Node):
+            self.mask = kw["attn_mask"]
+        if isinstance(kw.get("dropout_p"), float):
+            self.dropout_p = kw["dropout_p"]
+        if isinstance(kw.get("is_causal"), bool):
+            self.is_causal = kw["is_causal"]
+
+
 def swap12(shape):
     s = list(shape)
     if len(s) >= 3:
@@ -167,7 +182,7 @@ def squeezable_on_hints(m, env, guard):
 def contract_guard(node, ctx, cfg):
     """The contract policy's verdict on one SDPA node."""
     guard = ctx.guard(sa.graph_name(node))
-    call = SdpaCall(node)
+    call = BoundSdpaCall(node)
     q, k, v = meta(call.q), meta(call.k), meta(call.v)
 
     def weak(r):
@@ -250,7 +265,7 @@ def contract(graph, node, ctx, cfg):
     if not ctx.decide(contract_guard(node, ctx, cfg)):
         return None
     emit = Emitter(graph)
-    call = SdpaCall(node)
+    call = BoundSdpaCall(node)
     mask, is_causal = call.mask, call.is_causal
     if cfg.assume_causal_mask:
         mask, is_causal = None, True

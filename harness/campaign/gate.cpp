@@ -18,8 +18,9 @@ namespace {
 // (forced where the guard kept it) is sound, as the checker's completeness
 // stage established: accepted nodes are proven as kept ones are, so that a
 // rewrite unsound only at a size no runtime entry tried is unsound in the
-// base as well as kept in the head. A case whose passes matched nothing, or
-// raised, gives one "no-decision" entry.
+// base as well as kept in the head. A case with no decision gives one
+// whole-case entry: "no-decision" (its passes matched nothing),
+// "pass-raised" or "process-died".
 std::vector<GateDecision> decide(const Target& target, const ReferenceModel& reference, const Case& c,
                                  int64_t index, IsolatedCases* isolated) {
   CheckOptions options;
@@ -47,12 +48,19 @@ std::vector<GateDecision> decide(const Target& target, const ReferenceModel& ref
     d.rule = "no-decision";
     d.verdict = verdict_name(r.verdict);
     // A pass that raised decided nothing: the call fails to compile, which
-    // the gate counts as an unsound rewrite, never as a kept node.
+    // the gate counts as an unsound rewrite, never as a kept node. So does a
+    // case whose process died (a crash, timeout or oom with no decision: an
+    // adapter pass that dies, or a worker killed), so that a head that kills
+    // it fails the gate.
     for (const auto& f : r.findings)
       if (f.check == Check::robustness && f.verdict == Verdict::unexpected_error) {
         d.rewrite = true;
         d.rule = "pass-raised";
       }
+    if (r.verdict == Verdict::crash || r.verdict == Verdict::timeout || r.verdict == Verdict::oom) {
+      d.rewrite = true;
+      d.rule = "process-died";
+    }
     out.push_back(std::move(d));
   }
   return out;
@@ -215,13 +223,17 @@ GateDecision absent(const GateDecision& other, const std::map<int64_t, std::stri
   return d;
 }
 
-// The records of cases where a policy decided on no node (its passes matched
-// nothing, or one raised: record_case's "no-decision" and "pass-raised"),
-// by sample index.
+// A record of a case where a policy decided on no node (decide(): its
+// passes matched nothing, one raised, or the case's process died).
+bool whole_case(const GateDecision& d) {
+  return d.rule == "no-decision" || d.rule == "pass-raised" || d.rule == "process-died";
+}
+
+// The whole-case records, by sample index.
 std::map<int64_t, const GateDecision*> whole_case_records(const DecisionsFile& f) {
   std::map<int64_t, const GateDecision*> out;
   for (const auto& d : f.decisions)
-    if (d.node.empty()) out[d.index] = &d;
+    if (whole_case(d)) out[d.index] = &d;
   return out;
 }
 
@@ -232,7 +244,8 @@ bool decided_on_nodes(const std::map<NodeKey, const GateDecision*>& other, int64
 }
 
 // A whole-case record in the place of the other policy's decision on a node:
-// a raised pass is an unsound rewrite there, no decision a kept node.
+// a raised pass or a dead process is an unsound rewrite there, no decision
+// a kept node.
 GateDecision stand_in(const GateDecision& whole, const GateDecision& other) {
   GateDecision d = whole;
   d.pass = other.pass;
@@ -274,9 +287,8 @@ GateComparison compare_decisions(const DecisionsFile& base, const DecisionsFile&
     // A whole-case record stands in for each node the other policy decided
     // on, so it is compared there and not again on its own.
     const int64_t index = std::get<0>(key);
-    if (std::get<2>(key).empty() && !(pair.first && pair.second) &&
-        decided_on_nodes(pair.first ? h : b, index))
-      continue;
+    const GateDecision* alone = pair.second ? (pair.first ? nullptr : pair.second) : pair.first;
+    if (alone && whole_case(*alone) && decided_on_nodes(pair.first ? h : b, index)) continue;
     const GateDecision bd = pair.first    ? *pair.first
                             : base_whole.count(index) ? stand_in(*base_whole.at(index), *pair.second)
                                                       : absent(*pair.second, base_verdicts);

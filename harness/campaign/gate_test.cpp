@@ -120,6 +120,23 @@ TEST(Gate, ARaisedPassIsComparedWithEachNodeTheOtherPolicyDecidedOnceOnly) {
   EXPECT_EQ(back.still_unsound, 1);
 }
 
+// A head whose case's process died (a whole-case record, "process-died")
+// where the base rewrote soundly is newly unsound; a record with an empty
+// node but a rule of its own (a file from before decisions named their
+// node) is an ordinary decision, not a whole-case one.
+TEST(Gate, ADeadProcessIsAnUnsoundRewriteAndOnlyWholeCaseRulesStandIn) {
+  GateDecision died = decision(0, true, false);
+  died.rule = "process-died";
+  died.verdict = "crash";
+  GateComparison c = compare_decisions(file({on_node(decision(0, true, true), "%sdpa")}), file({died}));
+  EXPECT_EQ(c.decisions, 1);
+  ASSERT_EQ(c.changes[GateClass::newly_unsound].size(), 1u);
+  EXPECT_EQ(c.changes[GateClass::newly_unsound][0].head.rule, "process-died");
+  GateComparison old = compare_decisions(file({on_node(decision(0, true, true), "%sdpa")}),
+                                         file({decision(0, true, true)}));
+  EXPECT_EQ(old.decisions, 2);  // compared node by node: the unnamed one stands alone
+}
+
 TEST(Gate, SmallestCaseOfAClass) {
   std::vector<GateChange> changes{{decision(0, true, true, 9), decision(0, false, true, 9)},
                                   {decision(1, true, true, 3), decision(1, false, true, 3)}};
