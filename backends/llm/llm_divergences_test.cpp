@@ -8,8 +8,7 @@
 #include <cmath>
 #include <random>
 
-#include "backends/llm/custom_sdpa_kernel.h"
-#include "harness/ir/interpreter.h"
+#include "backends/llm/custom_sdpa_test_support.h"
 
 namespace sdpa::llm {
 namespace {
@@ -178,29 +177,6 @@ TEST(LlmDivergences, EveryRowMustBeExplained) {
   EXPECT_EQ(explain(x, {0, 1}, {false, true, 0, 1}), std::string(kCarriedRowSum));
 }
 
-// custom_sdpa's model on [B, S, H, D] tensors (B = 1), one numerics and tree.
-Tensor run_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,
-                  const CustomSdpaCall& call, std::optional<double> scale, Numerics n, const EtRevision& rev) {
-  auto sym = [](const Shape& s) {
-    SymShape out;
-    for (int64_t d : s) out.push_back(d);
-    return out;
-  };
-  Graph g;
-  std::map<std::string, Tensor> in{{"q", q}, {"k", k}, {"v", v}};
-  std::vector<Arg> args = {g.placeholder("q", {q.dtype, sym(q.shape)}), g.placeholder("k", {k.dtype, sym(k.shape)}),
-                           g.placeholder("v", {v.dtype, sym(v.shape)}), call.start_pos, None{}, 0.0, call.causal,
-                           scale ? Arg(*scale) : Arg(None{})};
-  if (mask) {
-    args[4] = g.placeholder("mask", {mask->dtype, sym(mask->shape)});
-    in["mask"] = *mask;
-  }
-  g.outputs = {g.call(kCustomSdpaOp, args, {}, {{q.dtype, sym(q.shape)}})};
-  KernelSet ks("k");
-  ks.add(kCustomSdpaOp, custom_sdpa_kernel(n, {}, call.threads, rev));
-  return interpret(g, ks, in, {}).outputs[0];
-}
-
 // [1, S, H, D] -> [1, H, S, D].
 Tensor to_bhsd(const Tensor& x) {
   const int64_t S = x.shape[1], H = x.shape[2], D = x.shape[3];
@@ -258,8 +234,9 @@ TEST(LlmDivergences, ANanSumExplanationNamesOnlyRowsTheKernelMakesNan) {
         }
         mask = m;
       }
-      const Tensor emulated = run_kernel(q, k, v, mask, call, scale, Numerics::emulated, rev);
-      const Tensor exact = run_kernel(q, k, v, mask, call, scale, Numerics::exact, rev);
+      custom_sdpa_test::Call kernel_call{q, k, v, mask, call.start_pos, 0.0, call.causal, scale};
+      const Tensor emulated = custom_sdpa_test::run(kernel_call, Numerics::emulated, {}, call.threads, rev);
+      const Tensor exact = custom_sdpa_test::run(kernel_call, Numerics::exact, {}, call.threads, rev);
       Case c;
       c.q_heads = Hq;
       c.kv_heads = Hkv;
