@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "backends/aten/aten_target.h"
+#include "backends/common/sdpa_entry.h"
+#include "harness/case/tensor_data.h"
 #include "generators/case_classes.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
@@ -61,6 +63,33 @@ TEST(AtenServingMasks, ALargePolicyCampaignReachesEachPatternAcrossTheKvBlockEdg
   for (const char* name : {"mask:left-padding", "mask:per-batch-padding", "mask:block-sparse", "empty-tile:512"})
     EXPECT_GT(count(name), 0) << name;
   std::printf("%lld cases in %.1f s\n", static_cast<long long>(r.cases), r.seconds);
+}
+
+// LibTorch 1.13's NaN for a fully masked row is its fused SDPA op's: a
+// graph that ran the decomposition (ops of their own) is not explained by it.
+TEST(AtenServingMasks, TheFusedOpsNanExplainsOnlyAGraphThatKeptTheSdpaNode) {
+  Case c;
+  c.batch = {SymExpr(1)};
+  c.q_heads = c.kv_heads = 1;
+  c.q_len = 2;
+  c.kv_len = 2;
+  c.head_dim = c.value_dim = 4;
+  c.mask = MaskSpec{DType::f32, {SymExpr(2), SymExpr(2)}, MaskPattern::keep_all};
+  CaseTensors t = make_case_tensors(c, {});
+  t.mask->data = {-INFINITY, -INFINITY, 0.0, 0.0};  // query row 0 fully masked
+  const auto reference = make_dual_oracle();
+  const Golden g = reference->golden(c, t, {});
+  ASSERT_TRUE(g.fully_masked.at(0));
+  const auto factory = make_factory();
+  const auto target = factory->make(resolve_options(*factory, {}));
+  const Graph kept = sdpa_entry_graph(c);
+  ASSERT_EQ(kept.count(kSdpaOp), 1);
+  Graph decomposed;
+  decomposed.nodes.push_back(Node{});
+  decomposed.nodes.back().op = "aten._safe_softmax.default";
+  EXPECT_TRUE(target->explains_nan(c, t, g, {0}, "libtorch", kept));
+  EXPECT_FALSE(target->explains_nan(c, t, g, {0}, "libtorch", decomposed));
+  EXPECT_FALSE(target->explains_nan(c, t, g, {0}, "portable", kept));
 }
 
 }  // namespace

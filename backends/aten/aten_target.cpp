@@ -146,10 +146,11 @@ def upstream_program(module, inputs):
              "current PyTorch (_safe_softmax, f32 upcast) gives 0 or a finite row"}};
   }
 
+  // LibTorch 1.13's fused op: only a graph that kept the SDPA node runs it.
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
-                                          const std::vector<int64_t>& rows,
-                                          const std::string& kernel_set) const override {
-    if (kernel_set != "libtorch") return std::nullopt;
+                                          const std::vector<int64_t>& rows, const std::string& kernel_set,
+                                          const Graph& ran) const override {
+    if (kernel_set != "libtorch" || ran.count(kSdpaOp) == 0) return std::nullopt;
     for (int64_t r : rows)
       if (!g.fully_masked.at(static_cast<size_t>(r)) && !masked_in_query_dtype(c, t, r))
         return std::nullopt;

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "backends/all_targets.h"
+#include "backends/llm/custom_sdpa_kernel.h"
 #include "backends/llm/llm_upstream_repro.h"
 #include "backends/target_fixture.h"
 #include "generators/case_gen.h"
@@ -309,6 +310,16 @@ TEST(LlmKeywordCallForm, TheExportPassDropsKeywordArgumentsAndTheContractBindsTh
 // declared divergence. When the upstream pass dropped a keyword is_causal,
 // custom_sdpa ran non-causal: the divergence no longer describes the call,
 // and the explanation must not claim it.
+// A graph that ran custom_sdpa: the kernel the explanations describe.
+Graph custom_sdpa_ran() {
+  Graph g;
+  Node n;
+  n.name = "custom_sdpa";
+  n.op = kCustomSdpaOp;
+  g.nodes.push_back(n);
+  return g;
+}
+
 TEST(LlmKeywordCallForm, AnExplanationDescribesTheCallThePassEmitted) {
   Case c = symbolic_lengths({{{"s0", 2}, {"s1", 2}}});
   c.q_len = c.kv_len = 2;
@@ -321,7 +332,7 @@ TEST(LlmKeywordCallForm, AnExplanationDescribesTheCallThePassEmitted) {
   const Golden g = fixture().reference->golden(c, t, {});
   ASSERT_TRUE(std::isnan(g.out.data[0]));
   auto explains = [&](const Options& o) {
-    return fixture().registry.make("llm", o)->explains_nan(c, t, g, {0}, "custom_ops").has_value();
+    return fixture().registry.make("llm", o)->explains_nan(c, t, g, {0}, "custom_ops", custom_sdpa_ran()).has_value();
   };
   EXPECT_TRUE(explains({{"guard", "upstream"}}));
   EXPECT_TRUE(explains({{"guard", "contract"}, {"call_form", "keyword"}}));
@@ -335,7 +346,7 @@ TEST(LlmKeywordCallForm, AnExplanationDescribesTheCallThePassEmitted) {
   Golden mg = fixture().reference->golden(masked, mt, {});
   ASSERT_TRUE(mg.fully_masked.at(0));
   auto explains_masked = [&](const Options& o) {
-    return fixture().registry.make("llm", o)->explains_nan(masked, mt, mg, {0}, "custom_ops").has_value();
+    return fixture().registry.make("llm", o)->explains_nan(masked, mt, mg, {0}, "custom_ops", custom_sdpa_ran()).has_value();
   };
   EXPECT_TRUE(explains_masked({{"guard", "contract"}, {"call_form", "keyword"}}));
   EXPECT_FALSE(explains_masked({{"guard", "upstream"}, {"call_form", "keyword"}}));

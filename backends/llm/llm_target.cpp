@@ -92,8 +92,9 @@ class LlmTarget : public Target {
   // The pass emits start_pos 0: custom_sdpa runs causal top-left. The
   // upstream pass drops a mask and is_causal given by keyword.
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
-                                          const std::vector<int64_t>& rows,
-                                          const std::string& kernel_set) const override {
+                                          const std::vector<int64_t>& rows, const std::string& kernel_set,
+                                          const Graph& ran) const override {
+    if (ran.count(kCustomSdpaOp) == 0) return std::nullopt;
     const bool assume_causal = options_.at("assume_causal_mask") == "true";
     const bool dropped = drops_keyword_args();
     return explain_custom_sdpa_nan(c, t, g, rows,

@@ -1,5 +1,6 @@
 #include "backends/llm/sdpa_custom_target.h"
 
+#include "backends/llm/custom_sdpa_kernel.h"
 #include "backends/llm/llm_divergences.h"
 #include "backends/llm/llm_kernels.h"
 #include "backends/llm/sdpa_custom_entry.h"
@@ -80,8 +81,9 @@ class SdpaCustomTarget : public Target {
 
   // Without the mask SDPACustom runs custom_sdpa causal at input_pos[0].
   std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t, const Golden& g,
-                                          const std::vector<int64_t>& rows,
-                                          const std::string& kernel_set) const override {
+                                          const std::vector<int64_t>& rows, const std::string& kernel_set,
+                                          const Graph& ran) const override {
+    if (ran.count(kCustomSdpaOp) == 0) return std::nullopt;
     const bool masked = config_.use_attention_mask && t.mask.has_value();
     return explain_custom_sdpa_nan(c, t, g, rows,
                                    {!config_.use_attention_mask, masked, t.start_pos, threads_option(options_),

@@ -94,6 +94,19 @@ class PatternBuilder {
                        {{t_, c_.mask->shape}}, "mask_additive");
     }
 
+    // With enable_gqa and unequal heads the math decomposition repeats k and
+    // v to Hq heads (repeat_interleave over dim -3, semantics llm-and-cuda.md
+    // §3.4 item 4); the pattern's k and v placeholders bind the repeated
+    // tensors. One node stands for the copies export lowers it to: they
+    // run outside the pattern and compute exactly.
+    const bool repeated = c_.enable_gqa && c_.kv_heads != c_.q_heads;
+    if (repeated) {
+      k = repeat_heads(k, key_shape(c_));
+      v = repeat_heads(v, value_shape(c_));
+    }
+    const SymExpr Hk = repeated ? H : Hkv;
+    const bool kv_broadcast = !repeated && c_.kv_heads != c_.q_heads;
+
     // q @ kᵀ, with the scale where the variant puts it.
     ValueRef qs = q;
     if (v_.site != ScaleSite::scores) qs = mul(q, lit[0]);
@@ -101,7 +114,7 @@ class PatternBuilder {
     if (v_.extra == PathOp::to_copy) qs = g_.call(kToCopy, {qs}, {{"dtype", t_}}, {{t_, query_shape(c_)}});
     ValueRef qv = view(expand(qs, query_shape(c_), false), with_tail({}, {N, c_.q_len, E}));
 
-    const SymShape kt_shape = with_tail(batch, {Hkv, E, c_.kv_len});
+    const SymShape kt_shape = with_tail(batch, {Hk, E, c_.kv_len});
     ValueRef ks;
     if (v_.extra == PathOp::transpose) {
       ks = call(kPermuteCopy, {mul(k, lit[1]), last_two_swapped(rank)}, kt_shape);
@@ -109,7 +122,7 @@ class PatternBuilder {
       ks = call(kPermuteCopy, {k, last_two_swapped(rank)}, kt_shape);
       if (v_.site == ScaleSite::q_and_k) ks = mul(ks, lit[1]);
     }
-    ValueRef kv = view(expand(ks, with_tail(batch, {H, E, c_.kv_len}), c_.kv_heads != c_.q_heads),
+    ValueRef kv = view(expand(ks, with_tail(batch, {H, E, c_.kv_len}), kv_broadcast),
                        with_tail({}, {N, E, c_.kv_len}));
     ValueRef s = call(kBmm, {qv, kv}, with_tail({}, {N, c_.q_len, c_.kv_len}));
     s = view(s, score_shape(c_));
@@ -119,7 +132,7 @@ class PatternBuilder {
 
     // P @ v.
     ValueRef pv = view(expand(p, score_shape(c_), false), with_tail({}, {N, c_.q_len, c_.kv_len}));
-    ValueRef vv = view(expand(v, with_tail(batch, {H, c_.kv_len, Ev}), c_.kv_heads != c_.q_heads),
+    ValueRef vv = view(expand(v, with_tail(batch, {H, c_.kv_len, Ev}), kv_broadcast),
                        with_tail({}, {N, c_.kv_len, Ev}));
     ValueRef o = call(kBmm, {pv, vv}, with_tail({}, {N, c_.q_len, Ev}));
     g_.outputs = {view(o, output_shape(c_))};
@@ -129,6 +142,12 @@ class PatternBuilder {
  private:
   ValueRef call(const char* op, std::vector<Arg> args, SymShape shape) {
     return g_.call(op, std::move(args), {}, {{t_, std::move(shape)}});
+  }
+  // x of shape [..., Hkv, L, D] repeated to [..., Hq, L, D], each head
+  // Hq / Hkv times in turn.
+  ValueRef repeat_heads(ValueRef x, SymShape shape) {
+    shape[shape.size() - 3] = SymExpr(c_.q_heads);
+    return call("aten.repeat_interleave.self_int", {x, int64_t{c_.q_heads / c_.kv_heads}, int64_t{-3}}, shape);
   }
   ValueRef mul(ValueRef x, double literal) { return call(kMulScalar, {x, literal}, g_.info(x).shape); }
   // An expand_copy the decomposition emits before each bmm operand; a no-op

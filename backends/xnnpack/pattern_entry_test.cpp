@@ -11,6 +11,7 @@
 #include "backends/xnnpack/sdpa_pattern.h"
 #include "backends/xnnpack/test_cases.h"
 #include "harness/io/json_reader.h"
+#include "harness/case/tensor_data.h"
 #include "harness/check/check.h"
 #include "harness/ir/graph_verify.h"
 #include "oracles/dual_oracle.h"
@@ -43,6 +44,12 @@ std::vector<Case> calls() {
   boolean.mask->pattern = MaskPattern::full_row;
   boolean.mask->param = 0.5;
   out.push_back(boolean);
+  Case grouped = masked_call(8);  // repeated to Hq heads
+  grouped.q_heads = 4;
+  grouped.enable_gqa = true;
+  out.push_back(grouped);
+  grouped.kv_heads = 1;
+  out.push_back(grouped);
   Case plain = masked_call(8);
   plain.mask.reset();
   plain.batch = {SymExpr(2), SymExpr(1)};  // 5-D
@@ -98,6 +105,65 @@ TEST(XnnpackEntry, OnlyTheMaskedPatternFormsMatch) {
     unmasked.mask.reset();  // the pattern graphs all hold the add of a mask
     EXPECT_EQ(match_sdpa_pattern(pattern_entry_graph(unmasked)).size(), 0u) << v.name;
   }
+}
+
+// The pattern graphs are traced at rank 4; SubgraphMatcher compares the
+// permute dims and the expand and view sizes entry by entry, so a graph
+// traced at rank 3 or 5 holds no match, however its literals read.
+TEST(XnnpackEntry, OnlyARank4CallMatchesThePatternTracedAtRank4) {
+  for (const std::vector<SymExpr>& batch :
+       {std::vector<SymExpr>{}, {SymExpr(1)}, {SymExpr(3)}, {SymExpr(2), SymExpr(1)}}) {
+    Case c = masked_call(8);
+    c.batch = batch;
+    EXPECT_EQ(match_sdpa_pattern(pattern_entry_graph(c)).size(), batch.size() == 1 ? 1u : 0u)
+        << "rank " << batch.size() + 3;
+  }
+}
+
+// With enable_gqa the math decomposition repeats k and v to Hq heads, one
+// key/value head too (repeat_interleave); the pattern's placeholders bind
+// the repeated tensors, so the converted SDPA gets Hq key heads, which the
+// XNNPACK operator takes (no failure). Without the flag one head broadcasts: the
+// operator refuses the 4-D key of one head.
+TEST(XnnpackEntry, RepeatedHeadsAreConvertedWithHqKeyHeadsAndABroadcastHeadIsNot) {
+  auto target = fixture().registry.make("xnnpack", {{"entry", "pattern"}, {"flow", "pattern-graph"}});
+  for (int64_t kv_heads : {1, 2})
+    for (bool enable_gqa : {false, true}) {
+      if (kv_heads == 2 && !enable_gqa) continue;  // grouped heads need the flag
+      Case c = masked_call(16);  // scale 1/4: recovered exactly
+      c.q_heads = 4;
+      c.kv_heads = kv_heads;
+      c.enable_gqa = enable_gqa;
+      ASSERT_FALSE(target->refuses(c)) << case_summary(c) << ": " << *target->refuses(c);
+      const Graph g = target->entry(c);
+      ASSERT_EQ(g.count("aten.repeat_interleave.self_int"), enable_gqa ? 2u : 0u) << case_summary(c);
+      const std::vector<SdpaPatternMatch> m = match_sdpa_pattern(g);
+      ASSERT_EQ(m.size(), 1u) << case_summary(c);
+      EXPECT_EQ(g.info(m[0].k).shape[1], SymExpr(enable_gqa ? 4 : kv_heads)) << case_summary(c);
+      CaseResult r = run_case(*target, *fixture().reference, c, CheckOptions{});
+      if (enable_gqa)  // the lift's guard keeps the MULs for the conversion: rejected, no failure
+        EXPECT_FALSE(is_failure(r.verdict)) << case_summary(c) << ": " << verdict_name(r.verdict);
+      else EXPECT_STREQ(verdict_name(r.verdict), "invalid-rewrite") << case_summary(c);
+    }
+}
+
+// The NaN of a fully masked row is the SDPA operator's: a graph left
+// decomposed runs _safe_softmax, which gives 0 there, so a NaN from it is
+// not explained by the divergence.
+TEST(XnnpackEntry, TheOperatorsNanExplainsOnlyAConvertedGraph) {
+  auto target = fixture().registry.make("xnnpack", {{"entry", "pattern"}, {"flow", "pattern-graph"}});
+  Case c = masked_call(16);
+  CaseTensors t = make_case_tensors(c, {});
+  for (int64_t j = 0; j < 4; ++j) t.mask->data[j] = -INFINITY;  // query row 0 fully masked
+  const Golden g = fixture().reference->golden(c, t, {});
+  ASSERT_TRUE(g.fully_masked.at(0));
+  const Graph decomposed = target->entry(c);
+  ASSERT_EQ(decomposed.count("aten.scaled_dot_product_attention.default"), 0);
+  Graph converted = decomposed;
+  converted.nodes.push_back(Node{});
+  converted.nodes.back().op = "aten.scaled_dot_product_attention.default";
+  EXPECT_TRUE(target->explains_nan(c, t, g, {0}, "xnnpack", converted));
+  EXPECT_FALSE(target->explains_nan(c, t, g, {0}, "xnnpack", decomposed));
 }
 
 TEST(XnnpackEntry, AnUnknownVariantIsABadFileNamingTheField) {

@@ -31,6 +31,17 @@ class Walk {
     m_.nodes.push_back(ref->node);
     return ref->node;
   }
+  // As take, where the node's list argument (dims or sizes) has `len`
+  // entries: SubgraphMatcher ignores literals but compares lists entry by
+  // entry, so a list of another length never matches the traced one.
+  std::optional<int> take_list(int at, size_t arg, const char* op, size_t len) {
+    auto node = take(at, arg, op);
+    if (!node) return std::nullopt;
+    const Node& n = g_.nodes[*node];
+    const auto* list = n.args.size() > 1 ? std::get_if<SymShape>(&n.args[1]) : nullptr;
+    if (!list || list->size() != len) return std::nullopt;
+    return node;
+  }
   // A pattern placeholder: binds whatever value argument `arg` reads.
   bool bind(int at, size_t arg, ValueRef& out) {
     const Node& n = g_.nodes[at];
@@ -46,10 +57,16 @@ class Walk {
   SdpaPatternMatch& m_;
 };
 
+// The pattern graphs are traced on rank-4 [B, H, L, D] tensors
+// (semantics §3.1): its permute_copy dims and expand_copy and view_copy
+// sizes list 4 entries, and the views into bmm's [B*H, L, D] operands 3.
+constexpr size_t kTracedRank = 4;
+constexpr size_t kBmmRank = 3;
+
 // view_copy(expand_copy(x)) before a bmm operand; returns the expand_copy.
 std::optional<int> operand(Walk& w, int bmm, size_t arg) {
-  auto view = w.take(bmm, arg, kViewCopy);
-  return view ? w.take(*view, 0, kExpandCopy) : std::nullopt;
+  auto view = w.take_list(bmm, arg, kViewCopy, kBmmRank);
+  return view ? w.take_list(*view, 0, kExpandCopy, kTracedRank) : std::nullopt;
 }
 
 // Whether argument `arg` of node `at` reads node `node`'s first output.
@@ -101,20 +118,22 @@ std::optional<SdpaPatternMatch> match_at(const Graph& g, int out, bool lifted,
   SdpaPatternMatch m;
   m.output = out;
   m.lifted = lifted;
-  if (g.nodes[out].op != kViewCopy) return std::nullopt;
+  const Node& out_node = g.nodes[out];
+  const auto* out_sizes = out_node.args.size() > 1 ? std::get_if<SymShape>(&out_node.args[1]) : nullptr;
+  if (out_node.op != kViewCopy || !out_sizes || out_sizes->size() != kTracedRank) return std::nullopt;
   m.nodes.push_back(out);
   Walk w(g, m);
   auto pv_bmm = w.take(out, 0, kBmm);
   if (!pv_bmm) return std::nullopt;
   auto p_expand = operand(w, *pv_bmm, 0);
   auto add = p_expand ? softmax_of_add(g, w, *p_expand) : std::nullopt;
-  auto scores = add ? w.take(*add, 0, kViewCopy) : std::nullopt;
+  auto scores = add ? w.take_list(*add, 0, kViewCopy, kTracedRank) : std::nullopt;
   auto qk_bmm = scores ? w.take(*scores, 0, kBmm) : std::nullopt;
   auto q_expand = qk_bmm ? operand(w, *qk_bmm, 0) : std::nullopt;
   auto q_mul = q_expand ? w.take(*q_expand, 0, mul_op) : std::nullopt;
   auto k_expand = q_mul ? operand(w, *qk_bmm, 1) : std::nullopt;
   auto k_mul = k_expand ? w.take(*k_expand, 0, mul_op) : std::nullopt;
-  auto k_permute = k_mul ? w.take(*k_mul, 0, kPermuteCopy) : std::nullopt;
+  auto k_permute = k_mul ? w.take_list(*k_mul, 0, kPermuteCopy, kTracedRank) : std::nullopt;
   auto v_expand = k_permute ? operand(w, *pv_bmm, 1) : std::nullopt;
   if (!v_expand || !w.bind(*q_mul, 0, m.q) || !w.bind(*k_permute, 0, m.k) || !w.bind(*v_expand, 0, m.v) ||
       !w.bind(*add, 1, m.mask))

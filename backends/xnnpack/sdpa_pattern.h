@@ -2,7 +2,8 @@
 /// The XNNPACK partitioner's SDPA pattern graph (partition/graphs/sdpa.py,
 /// semantics/cortex-m-and-xnnpack.md §3.1) and a matcher for it, as
 /// torch.fx's SubgraphMatcher(ignore_literals=True) finds it: the same ops
-/// wired the same way, any literal, the pattern's placeholders (q, k, v,
+/// wired the same way, any literal, but lists (dims, sizes) of the traced
+/// rank-4 graph's lengths, the pattern's placeholders (q, k, v,
 /// mask) bound to any value, no interior node read from outside the match.
 /// The softmax is _safe_softmax or its edge decomposition: the pattern
 /// graphs are traced by the same PyTorch as the model, so a graph holds

@@ -65,8 +65,8 @@ class XnnpackTarget : public Target {
       return std::string("the XNNPACK pattern graphs are fp32 and fp16");
     if (c.layout != Layout::bhsd || !(c.start_pos == SymExpr(0)) || c.dropout_p > 0 || c.is_causal)
       return std::string("the traced pattern is a [..., H, L, D] call without causal, dropout or KV-cache position");
-    if (c.kv_heads != c.q_heads && c.kv_heads != 1)
-      return std::string("the traced pattern broadcasts one key/value head or none (grouped heads trace to repeat_interleave)");
+    if (c.kv_heads != c.q_heads && c.kv_heads != 1 && !c.enable_gqa)
+      return std::string("grouped heads without enable_gqa: aten's matmul does not broadcast them");
     if (c.mask && c.mask->dtype != DType::b8 && c.mask->dtype != c.dtype)
       return std::string("an additive mask must have the call's dtype (the pattern's add and XNNPACK take one dtype)");
     return std::nullopt;
@@ -217,10 +217,12 @@ class XnnpackTarget : public Target {
              "XNNPACK's SDPA operator gives NaN for a row whose every logit is -inf (m = -inf, S - m = NaN); "
              "aten gives 0 (semantics §4.3)"}};
   }
+  // Only the SDPA operator gives the NaN: a graph left decomposed runs
+  // _safe_softmax, which gives 0 there.
   std::optional<std::string> explains_nan(const Case&, const CaseTensors&, const Golden& g,
-                                          const std::vector<int64_t>& rows,
-                                          const std::string& kernel_set) const override {
-    if (kernel_set != "xnnpack") return std::nullopt;
+                                          const std::vector<int64_t>& rows, const std::string& kernel_set,
+                                          const Graph& ran) const override {
+    if (kernel_set != "xnnpack" || ran.count(kSdpaOp) == 0) return std::nullopt;
     for (int64_t r : rows)
       if (!g.fully_masked.at(static_cast<size_t>(r))) return std::nullopt;
     return std::string(kFullyMaskedNan);

@@ -39,7 +39,8 @@ const ErrorBound& CaseChecker::error_bound(size_t r, const std::string& kernel_s
 }
 
 // Compares one output with golden; records a finding and returns false
-// when it fails. `baseline` null: the exact run (soundness).
+// when it fails. `baseline` null: the exact run (soundness). `g`: the
+// graph that gave `out`.
 // `numerics`: the kernel set's declaration, with a baseline.
 bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_set, const Tensor* baseline,
            const Graph* g, const KernelNumerics* numerics) {
@@ -76,7 +77,7 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   const bool values_bad = baseline ? cmp.ratio > 1.0 : cmp.max_abs > cmp.bound;
   if (!cmp.nonfinite_rows.empty()) {
     auto declared = target_.explains_nan(c_, tensors_[r], gold, cmp.nonfinite_rows,
-                                         kernel_set.empty() ? "exact" : kernel_set);
+                                         kernel_set.empty() ? "exact" : kernel_set, *g);
     Finding nf = nonfinite_finding(f, cmp, out, gold, declared);
     if (g && baseline) nf.first_node = first_divergence(*g, r, kernel_set);
     result_.findings.push_back(nf);

@@ -168,7 +168,7 @@ bool CaseChecker::refines_at(const Graph& g, ProofRun& p) {
     p.entry_ref.fully_masked = composite ? composite_golden(*composite, gold).fully_masked : gold.fully_masked;
     p.masks_known = true;
   }
-  return target_.explains_nan(meaning, p.tensors, p.entry_ref, cmp.nonfinite_rows, "exact").has_value();
+  return target_.explains_nan(meaning, p.tensors, p.entry_ref, cmp.nonfinite_rows, "exact", g).has_value();
 }
 
 // "s0 = 1 (the min of s0; Lq 2, Lkv 1)", with the draw when it is the second.

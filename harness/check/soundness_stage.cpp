@@ -178,7 +178,7 @@ bool CaseChecker::check_rewritten(const Graph& g0, const Graph& g1) {
       result_.findings.push_back(o.error);
       return false;
     }
-    if (!judge(o.exec->outputs[0], r, "", nullptr, nullptr)) {
+    if (!judge(o.exec->outputs[0], r, "", nullptr, &g1)) {
       Finding& f = result_.findings.back();
       bool shared_agree = false;
       f.first_node = diverging_node(g0, g1, r, shared_agree);
@@ -206,7 +206,7 @@ bool CaseChecker::refines(const Graph& g0, const Graph& g) {
     note_margin(cmp);
     if (cmp.within) continue;
     if (!cmp.shape_ok || cmp.max_abs > cmp.bound || cmp.nonfinite_rows.empty()) return false;
-    if (!target_.explains_nan(meaning_, tensors_[r], entry_refs_[r], cmp.nonfinite_rows, "exact")) return false;
+    if (!target_.explains_nan(meaning_, tensors_[r], entry_refs_[r], cmp.nonfinite_rows, "exact", g)) return false;
   }
   return true;
 }

@@ -180,11 +180,11 @@ class Target {
   /// The name of a declared divergence that explains non-finite values at
   /// `bad_rows` (query rows of [batch..., Hq, Lq]; for a composite, rows of
   /// the module's output and its golden) of `kernel_set`'s output on the
-  /// inputs `t`, or none.
+  /// inputs `t`, when it ran graph `ran`, or none.
   virtual std::optional<std::string> explains_nan(const Case& c, const CaseTensors& t,
                                                   const Golden& g,
                                                   const std::vector<int64_t>& bad_rows,
-                                                  const std::string& kernel_set) const {
+                                                  const std::string& kernel_set, const Graph& ran) const {
     return std::nullopt;
   }
 };
