@@ -56,6 +56,8 @@ check jobs-in-process 2 "--jobs 2: cases run side by side only in worker process
 check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
 check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose
 check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard
+check rss-limit-in-range 2 "--rss-limit-mb: Value 9223372036854775807 not in range 0 to 1073741824" \
+  "$BIN" fuzz --cases 5 --rss-limit-mb 9223372036854775807
 check scoped-option 0 "run summary" "$BIN" fuzz --cases 20 --option llm.guard=upstream --no-corpus --run-dir "$TMP/s"
 check scoped-option-unknown 2 "option 'mutant' is not an option of target llm" "$BIN" fuzz --cases 5 --option llm.mutant=drop-scale
 check adapter-option-bad 2 "option 'pass' of target llm: expected model or adapter:COMMAND, got 'foo'" "$BIN" fuzz --cases 5 --target llm --option llm.pass=foo --no-corpus --run-dir "$TMP/adapter"

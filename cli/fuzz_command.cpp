@@ -91,10 +91,10 @@ std::string checkpoint_path(const std::string& run_dir) {
 // The checkpoint of RUN_DIR: {format, args, done: [TargetRun], current: state or null}.
 nlohmann::json read_checkpoint(const std::string& run_dir) {
   const std::string path = checkpoint_path(run_dir);
-  std::ifstream in(path);
-  if (!in) throw InputError("--resume " + run_dir + ": no checkpoint.json there (written by sdpacheck fuzz)");
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kCheckpointFormat)
+  if (!std::filesystem::exists(path))
+    throw InputError("--resume " + run_dir + ": no checkpoint.json there (written by sdpacheck fuzz)");
+  nlohmann::json j = read_json_file(path);  // within the bounds of every JSON input
+  if (!j.is_object() || j.value("format", "") != kCheckpointFormat)
     throw InputError(path + ": not an sdpacheck checkpoint (format " + kCheckpointFormat + ")");
   return j;
 }

@@ -13,7 +13,7 @@ void add_isolation_options(CLI::App* cmd, IsolationArgs& a) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--rss-limit-mb", a.rss_limit_mb,
                   "the worker's resident memory, in MiB, past which a case is oom (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, kMaxRssLimitMb));
 }
 
 std::unique_ptr<IsolatedCases> make_isolated_cases(const Wiring& w, const IsolationArgs& a) {

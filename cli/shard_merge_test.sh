@@ -131,6 +131,13 @@ else
   fail "--allow-incomplete takes it and says so"
 fi
 refused "a folder that is not a run" "run.json: cannot open file" bad6 "$TMP/s0"
+cp -r "$TMP/s1" "$TMP/s1deep"
+python3 - "$TMP/s1deep/run/checkpoint.json" <<'PY'
+import sys
+p = sys.argv[1]; t = open(p).read()
+open(p, "w").write(t.replace('"done"', '"deep": ' + "[" * 100000 + "]" * 100000 + ', "done"', 1))
+PY
+refused "a checkpoint nested past the JSON bounds" "nested deeper than 64" bad7 "$TMP/s0/run" "$TMP/s1deep/run"
 
 if [ "$failures" != 0 ]; then echo "$failures failures"; exit 1; fi
 echo "all shard and merge checks pass"

@@ -365,10 +365,11 @@ class TargetCampaign {
     send_queued();
     // A case drawn in a run, here or by a worker, is drawn again for its shrink tree.
     if (!g.shrinkable) g.shrinkable = generate(i).shrinkable;
-    record(i, *g.shrinkable, f.failure_key());
+    record(i, *g.shrinkable, f.failure_key(), r);
   }
 
-  void record(int64_t i, const rc::Shrinkable<Case>& s, const std::string& key) {
+  // `first`: the case's result as the campaign saw it.
+  void record(int64_t i, const rc::Shrinkable<Case>& s, const std::string& key, const CaseResult& first) {
     // Shrinking cross-checks every candidate: an oracle disagreement on a
     // candidate that otherwise passes is then the same failure, as it is
     // without sampling.
@@ -384,6 +385,17 @@ class TargetCampaign {
     keep.keep_graphs = true;
     CaseResult final_result = evaluate(shrunk, keep);
     const Finding* f = final_result.primary();
+    std::string notes = "shrunk by sdpacheck fuzz";
+    if (!f || f->failure_key() != key) {
+      // The failure did not come back on the check after shrinking (a
+      // timeout or oom near its limit, a crash that depends on the
+      // process's state): the case is kept as first seen, unshrunk.
+      shrunk = s.value();
+      steps = 0;
+      final_result = first;
+      f = final_result.primary();
+      notes = "did not fail again when checked after shrinking: kept as first seen, not shrunk";
+    }
     std::string signature = f ? f->signature() : key;
     if (!seen_.insert(signature).second) {
       ++run_.duplicates;
@@ -400,12 +412,12 @@ class TargetCampaign {
     w.graph_before = final_result.graph_before;
     w.graph_after = final_result.graph_after;
     w.summary = case_summary(shrunk);
-    if (!opt_.corpus_dir.empty()) w.file = write(shrunk, final_result, i);
+    if (!opt_.corpus_dir.empty()) w.file = write(shrunk, final_result, i, notes);
     run_.findings.push_back(w);
   }
 
-  std::string write(const Case& c, const CaseResult& r, int64_t i) {
-    return write_corpus_entry(opt_.corpus_dir, entry(c, r, i, "shrunk by sdpacheck fuzz"),
+  std::string write(const Case& c, const CaseResult& r, int64_t i, const std::string& notes) {
+    return write_corpus_entry(opt_.corpus_dir, entry(c, r, i, notes),
                               r.primary() ? r.primary()->signature() : "");
   }
 

@@ -172,7 +172,7 @@ std::string seconds_text(double s) {
 // address space may grow by twice the limit over what the fork inherited.
 // operator new failing under it ends the worker as oom.
 void limit_memory(int64_t rss_limit_mb) {
-  if (rss_limit_mb <= 0) return;
+  if (rss_limit_mb <= 0 || rss_limit_mb > kMaxRssLimitMb) return;  // no limit past the largest
   rlim_t bytes = static_cast<rlim_t>(statm_mib(getpid(), 0) + 2 * rss_limit_mb) << 20;
   rlimit r{bytes, bytes};
   setrlimit(RLIMIT_AS, &r);

@@ -29,6 +29,10 @@ struct WorkerLimits {
   int64_t rss_limit_mb = 0;  // the worker's resident memory; 0: none
 };
 
+/// The largest rss_limit_mb (1 PiB): its byte count, twice over, fits an
+/// rlim_t with room for the worker's own size.
+inline constexpr int64_t kMaxRssLimitMb = int64_t{1} << 30;
+
 /// How a request ended the worker.
 struct WorkerDeath {
   Verdict verdict = Verdict::crash;  // crash, timeout or oom

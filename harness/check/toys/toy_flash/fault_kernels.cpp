@@ -1,5 +1,6 @@
 #include "harness/check/toys/toy_flash/fault_kernels.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -12,8 +13,21 @@ std::vector<char*>& kept() {
   return blocks;
 }
 
+// segfault-once: true the first time in any process, which leaves the
+// file $TOY_FLASH_ONCE_FILE behind; false after (and without the variable).
+bool first_time() {
+  const char* path = std::getenv("TOY_FLASH_ONCE_FILE");
+  if (!path) return false;
+  if (std::FILE* f = std::fopen(path, "r")) {
+    std::fclose(f);
+    return false;
+  }
+  if (std::FILE* f = std::fopen(path, "w")) std::fclose(f);
+  return true;
+}
+
 [[noreturn]] void commit(const std::string& fault) {
-  if (fault == "segfault") {
+  if (fault == "segfault" || fault == "segfault-once") {
     int* volatile p = nullptr;  // volatile: the store is made, not folded into a trap
     *p = 1;
   }
@@ -32,7 +46,7 @@ std::vector<char*>& kept() {
 
 }  // namespace
 
-std::vector<std::string> fault_names() { return {"none", "segfault", "abort", "hang", "alloc"}; }
+std::vector<std::string> fault_names() { return {"none", "segfault", "abort", "hang", "alloc", "segfault-once"}; }
 
 void add_fault(KernelSet& kernels, const std::vector<std::string>& ops, const std::string& fault) {
   if (fault == "none") return;
@@ -40,7 +54,7 @@ void add_fault(KernelSet& kernels, const std::vector<std::string>& ops, const st
     KernelFn inner = *kernels.find(op);
     kernels.add(op, [inner, fault](const KernelArgs& a) {
       const Shape& q = a.tensor(0).shape;
-      if (q.size() >= 2 && q[q.size() - 2] >= kFaultLq) commit(fault);
+      if (q.size() >= 2 && q[q.size() - 2] >= kFaultLq && (fault != "segfault-once" || first_time())) commit(fault);
       return inner(a);
     });
   }

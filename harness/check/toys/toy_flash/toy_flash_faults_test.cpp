@@ -139,6 +139,27 @@ void expect_finding(const std::string& fault, const std::string& verdict, const 
 }
 
 TEST(ToyFlashFaults, ASegfaultIsACrashNamingTheSignal) { expect_finding("segfault", "crash", "SIGSEGV"); }
+
+// A crash that does not come back when its case is checked again (here: the
+// first fault in any process only) is kept as first seen, unshrunk, with its
+// verdict; it is never written as the verdict of the run that passed.
+TEST(ToyFlashFaults, ACrashThatDoesNotComeBackIsKeptAsFirstSeen) {
+  const std::string dir = scratch("segfault-once");
+  const std::string once = dir + "/once";
+  ASSERT_EQ(setenv("TOY_FLASH_ONCE_FILE", once.c_str(), 1), 0);
+  TargetRun r = isolated_campaign({{"fault", "segfault-once"}}, dir, 12);
+  unsetenv("TOY_FLASH_ONCE_FILE");
+  EXPECT_GE(r.verdicts["crash"], 1);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const WrittenFinding& w = r.findings[0];
+  EXPECT_EQ(w.verdict, "crash");
+  EXPECT_EQ(w.shrink_steps, 0);
+  EXPECT_NE(w.finding.detail.find("SIGSEGV"), std::string::npos) << w.finding.detail;
+  EXPECT_GE(largest_lq(w.shrunk), kFaultLq) << case_summary(w.shrunk);
+  CorpusEntry e = read_corpus_file(w.file);
+  EXPECT_EQ(e.expect, "crash");
+  EXPECT_NE(e.provenance.at("notes").get<std::string>().find("not shrunk"), std::string::npos);
+}
 TEST(ToyFlashFaults, AnAbortIsACrashNamingTheSignal) { expect_finding("abort", "crash", "SIGABRT"); }
 TEST(ToyFlashFaults, AnEndlessLoopIsATimeout) { expect_finding("hang", "timeout", "time limit of 0.25 s"); }
 // The allocation ends by itself, at the memory limit: a time limit well past

@@ -141,7 +141,8 @@ class ToyFlashFactory : public TargetFactory {
          "guarded: keep causal calls unless Lq == Lkv statically; unguarded: rewrite every call"},
         {"entry", {"flash"}, "flash", "entry form: aten._scaled_dot_product_flash_attention"},
         {"fault", fault_names(), "none",
-         "the kernels, for Lq >= 5: segfault, abort, hang (loop forever), alloc (without bound); none"}};
+         "the kernels, for Lq >= 5: segfault, abort, hang (loop forever), alloc (without bound), segfault-once "
+         "(the first time only, in any process: $TOY_FLASH_ONCE_FILE marks it); none"}};
     specs.push_back({"kernels", {}, "model",
                      "model: the reference kernels; adapter:COMMAND: kernel set `adapter`, its ops computed by "
                      "COMMAND (docs/adapters.md)"});
