@@ -234,9 +234,11 @@ class CudaFactory : public TargetFactory {
              "none: no pass (the backend's missing fallback kernel); replace: ReplaceFusedSdpaWithSdpaPass"},
             {"entry", {"dispatch", "flash", "efficient", "cudnn"}, "dispatch",
              "the fused op export emits: PyTorch's CUDA dispatcher's choice, or one op called directly"},
-            {"priority", {"default", "cudnn-first"}, "default",
+            {"priority", {"default", "cudnn-first", "cudnn-first-sm90-9.10", "cudnn-first-sm90-9.11"}, "default",
              "the dispatcher's backend order (entry=dispatch): default flash, efficient, math, cuDNN; "
-             "cudnn-first as on sm90/sm100 with cuDNN >= 9.9"},
+             "cudnn-first as on sm90/sm100 with cuDNN >= 9.9 (head dims up to 128); cudnn-first-sm90-9.10: sm90 "
+             "with cuDNN 9.10 (up to 256); cudnn-first-sm90-9.11: sm90 with cuDNN 9.11 to 9.13 (up to 256, no "
+             "dropout)"},
             {"weaken", weaken, "none", "switch off one guard rule (self-tests)"},
             {"triton", {"off", "on"}, "off",
              "the compile spec's triton_kernel_mode: on adds ReplaceEdgeOpWithTritonOpPass and runs "

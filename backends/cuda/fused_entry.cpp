@@ -168,6 +168,10 @@ std::optional<std::string> entry_refuses(EntryForm e, const Case& c) {
   if (e == EntryForm::dispatch) return std::nullopt;
   if (!four_d(c)) return std::string("a fused SDPA op takes 4-D [B, H, L, D] q, k, v");
   if (e == EntryForm::flash && c.mask) return std::string("_scaled_dot_product_flash_attention takes no mask");
+  // The dispatcher hands flash only equal q, k, v head dims up to 256 (§3.6):
+  // export never emits a flash call outside them.
+  if (e == EntryForm::flash && (c.value_dim != c.head_dim || c.head_dim > 256))
+    return std::string("_scaled_dot_product_flash_attention takes equal q, k, v head dims up to 256");
   if (e == EntryForm::efficient && c.q_heads != c.kv_heads)
     return std::string("_scaled_dot_product_efficient_attention takes equal head counts (no GQA)");
   if (e != EntryForm::efficient && !half_precision(c.dtype))

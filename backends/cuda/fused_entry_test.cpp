@@ -20,6 +20,13 @@ namespace {
 
 Case base() { return testing::base_call(); }
 
+using Fixture = TargetFixture;
+
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
 MaskSpec bool_mask(const Case& c, MaskPattern p = MaskPattern::random, double param = 0.7) {
   return MaskSpec{DType::b8, {SymExpr(1), SymExpr(1), c.q_len, c.kv_len}, p, param};
 }
@@ -117,6 +124,36 @@ TEST(Dispatch, CudnnHeadDimLimitAndDropoutDependOnTheVersion) {
   EXPECT_EQ(parse_priority("cudnn-first-sm90-9.11"), Priority::cudnn_first_sm90_9_11);
 }
 
+// Every order the dispatcher model knows is a value of the target's option
+// `priority`, so campaigns, gates and corpus files can select it.
+TEST(Dispatch, EveryPriorityOrderIsAValueOfTheOption) {
+  std::vector<std::string> values;
+  for (const auto& o : fixture().registry.find("cuda")->option_specs())
+    if (o.name == "priority") values = o.choices;
+  for (const char* p : {"default", "cudnn-first", "cudnn-first-sm90-9.10", "cudnn-first-sm90-9.11"}) {
+    EXPECT_TRUE(parse_priority(p)) << p;
+    EXPECT_NE(std::find(values.begin(), values.end(), p), values.end()) << p;
+    Case c = base();
+    c.head_dim = c.value_dim = 192;
+    auto target = fixture().registry.make("cuda", {{"priority", p}});
+    EXPECT_FALSE(target->refuses(c)) << p;
+  }
+}
+
+// Export emits a flash call only where the dispatcher chose flash: equal
+// q, k, v head dims up to 256 (§3.6). A direct call outside them is refused.
+TEST(EntryGraph, ADirectFlashCallHasEqualHeadDimsUpTo256) {
+  Case c = base();
+  c.dtype = DType::bf16;
+  EXPECT_FALSE(entry_refuses(EntryForm::flash, c));
+  c.value_dim = c.head_dim * 2;
+  ASSERT_TRUE(entry_refuses(EntryForm::flash, c));
+  EXPECT_NE(entry_refuses(EntryForm::flash, c)->find("head dims"), std::string::npos);
+  EXPECT_FALSE(entry_refuses(EntryForm::efficient, c));  // D == Dk is all efficient needs of Ev
+  c.head_dim = c.value_dim = 264;
+  EXPECT_TRUE(entry_refuses(EntryForm::flash, c));
+}
+
 TEST(Dispatch, NoFusedVariantTakesALengthThatMayBeZero) {
   Case c = base();
   c.kv_len = SymExpr::symbol("s0");
@@ -199,13 +236,6 @@ TEST(EntryGraph, CausalBiasNeedsACausalPatternOverEveryKey) {
   EXPECT_FALSE(causal_bias_applies(c, Variant::efficient));  // -1e4 is not -inf for large scores
   c.mask->fill = MaskFill::neg_inf;
   EXPECT_TRUE(causal_bias_applies(c, Variant::efficient));
-}
-
-using Fixture = TargetFixture;
-
-const Fixture& fixture() {
-  static const Fixture f;
-  return f;
 }
 
 TEST(Meaning, BottomRightExactlyForADirectFlashCallThatMayBeNonSquare) {
