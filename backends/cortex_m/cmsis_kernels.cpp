@@ -118,11 +118,12 @@ std::vector<int8_t> repeated(std::vector<int8_t> b, int64_t period, size_t n) {
 
 // ---- cmsis-nn: the int8 models ----
 
-Kernel quantize_int8(cmsis::Isa isa) {
-  return [isa](const KernelArgs& a) {
+Kernel quantize_int8(cmsis::Isa isa, cmsis::QuantizeRounding rounding) {
+  return [isa, rounding](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
     std::vector<float> xs(x.data.begin(), x.data.end());
-    return int8_result(a, x.shape, cmsis::quantize_per_tensor(xs, a.real(1), i32(a, 2), i32(a, 3), i32(a, 4), isa));
+    return int8_result(a, x.shape,
+                       cmsis::quantize_per_tensor(xs, a.real(1), i32(a, 2), i32(a, 3), i32(a, 4), isa, rounding));
   };
 }
 
@@ -173,8 +174,8 @@ Kernel mul_int8(cmsis::Rounding rounding, cmsis::Overflow overflow) {
   };
 }
 
-Kernel softmax_int8(cmsis::Isa isa) {
-  return [isa](const KernelArgs& a) {
+Kernel softmax_int8(cmsis::Isa isa, cmsis::FinalShift final_shift) {
+  return [isa, final_shift](const KernelArgs& a) {
     const Tensor& x = a.tensor(0);
     const int64_t row = last_dim(a, x);
     // op_softmax.cpp: the params cast to int32 and validated (an abort), then
@@ -186,7 +187,7 @@ Kernel softmax_int8(cmsis::Isa isa) {
              std::to_string(static_cast<int32_t>(a.integer(3))) + ")");
     const cmsis::SoftmaxParams p{mult, shift, a.integer(6)};
     const int64_t rows = x.numel() / std::max<int64_t>(row, 1);
-    return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), rows, row, p, isa));
+    return int8_result(a, x.shape, cmsis::arm_softmax_s8(codes(x, "input"), rows, row, p, isa, final_shift));
   };
 }
 
@@ -339,14 +340,14 @@ void add_transpose(KernelSet& k) {
 }  // namespace
 
 KernelSet cmsis_nn_kernels(cmsis::Rounding rounding, DType linear_accumulation, cmsis::Overflow overflow,
-                           cmsis::Isa isa) {
+                           cmsis::Isa isa, KernelFaults faults) {
   KernelSet k = make_reference_kernels("cmsis-nn", Numerics::emulated);
   add_transpose(k);
-  k.add(kQuantizeOp, guarded(quantize_int8(isa)));
+  k.add(kQuantizeOp, guarded(quantize_int8(isa, faults.quantize)));
   k.add(kDequantizeOp, guarded(dequantize_int8));
   k.add(kBmmOp, guarded(bmm_int8(rounding, overflow)));
   k.add(kMulOp, guarded(mul_int8(rounding, overflow)));
-  k.add(kSoftmaxOp, guarded(softmax_int8(isa)));
+  k.add(kSoftmaxOp, guarded(softmax_int8(isa, faults.softmax_shift)));
   k.add(kQuantizedLinearOp, guarded(linear_int8(rounding, overflow)));
   add_linear_kernel(k, /*exact=*/false, linear_accumulation);
   return k;

@@ -10,7 +10,9 @@
 /// CmsisUndefined (undefined behaviour in the C code) recoverable,
 /// CmsisCheckFailed (ET_CHECK_MSG aborts the runtime) fatal.
 #include "backends/cortex_m/cmsis/isa.h"
+#include "backends/cortex_m/cmsis/quantize.h"
 #include "backends/cortex_m/cmsis/requantize.h"
+#include "backends/cortex_m/cmsis/softmax_s8.h"
 #include "harness/ir/kernel_set.h"
 
 namespace sdpa::cortex_m {
@@ -20,9 +22,16 @@ namespace sdpa::cortex_m {
 /// `isa`: the scalar or the Helium code paths (quantize_per_tensor's blocks
 /// of 16, arm_softmax_s8's vector lanes; the requantize of the batch matmul
 /// and the elementwise multiply is the same on both in the default build).
+/// Kernels made deliberately wrong, for the self-test mutants.
+struct KernelFaults {
+  cmsis::FinalShift softmax_shift = cmsis::FinalShift::divide_by_power_of_two;  // arm_softmax_s8's last division
+  cmsis::QuantizeRounding quantize = cmsis::QuantizeRounding::to_nearest_even;   // quantize_per_tensor's rounding
+};
+
 KernelSet cmsis_nn_kernels(cmsis::Rounding rounding = cmsis::Rounding::double_rounding,
                            DType linear_accumulation = DType::f32,
-                           cmsis::Overflow overflow = cmsis::Overflow::undefined, cmsis::Isa isa = cmsis::Isa::scalar);
+                           cmsis::Overflow overflow = cmsis::Overflow::undefined, cmsis::Isa isa = cmsis::Isa::scalar,
+                           KernelFaults faults = {});
 KernelSet exact_cortex_m_kernels();
 
 }  // namespace sdpa::cortex_m

@@ -26,6 +26,9 @@ const std::map<std::string, std::string>& mutant_table() {
       {"non-proportional-qparams",
        "the scale MUL's output observer reads the MUL's input: out_scale == in_scale, not in_scale·scale"},
       {"single-rounding", "CMSIS-NN built with CMSIS_NN_USE_SINGLE_ROUNDING: requantize rounds once, half up"},
+      {"softmax-truncating-shift",
+       "arm_softmax_s8 divides by 2^bits_over_unit with a plain shift, not DIV_POW2: outputs 1 LSB low"},
+      {"quantize-truncates", "quantize_per_tensor rounds inv_scale·x toward zero (a cast), not to nearest"},
       {"unmaterialized-scalar",
        "the lowering hands quantized_mul the scale as a rank-matched [1, ..., 1] constant on every score tensor, "
        "which the runtime cannot broadcast over more than one head or a rank other than 4"},
@@ -35,6 +38,13 @@ const std::map<std::string, std::string>& mutant_table() {
       {"shared-drop-dropout", "shared-decomp's emitter leaves the dropout out"},
       {"shared-gqa-tile", "shared-decomp tiles the kv heads (head h reads h % Hk) instead of interleaving them"}};
   return m;
+}
+
+KernelFaults kernel_faults(const std::string& mutant) {
+  KernelFaults f;
+  if (mutant == "softmax-truncating-shift") f.softmax_shift = cmsis::FinalShift::truncating;
+  if (mutant == "quantize-truncates") f.quantize = cmsis::QuantizeRounding::toward_zero;
+  return f;
 }
 
 SharedMutant parse_shared_mutant(const std::string& name) {
@@ -143,7 +153,7 @@ class CortexMTarget : public Target {
                                                        : cmsis::Rounding::double_rounding,
             options_.at("mutant") == "linear-f16" ? DType::f16 : DType::f32,
             options_.at("overflow") == "wrap" ? cmsis::Overflow::wrap : cmsis::Overflow::undefined,
-            options_.at("cpu") == "m55" ? cmsis::Isa::helium : cmsis::Isa::scalar)),
+            options_.at("cpu") == "m55" ? cmsis::Isa::helium : cmsis::Isa::scalar, kernel_faults(options_.at("mutant")))),
         exact_(exact_cortex_m_kernels()),
         baseline_(naive_kernels()) {
     add_linear_kernel(baseline_, /*exact=*/false);  // the mha form's projections, naive fp32

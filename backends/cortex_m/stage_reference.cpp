@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 #include "backends/cortex_m/cortex_m_ops.h"
+#include "backends/cortex_m/softmax_s8_reference.h"
 
 namespace sdpa::cortex_m {
 namespace {
@@ -28,15 +31,25 @@ const Tensor& arg_value(const Graph& g, const Execution& run, const Node& n, siz
   return run.values.at(v.node).at(v.output);
 }
 
-std::string element(const Node& n, const Shape& shape, int64_t flat, const std::string& what, int64_t got,
-                    int64_t want) {
+// "stage %name (op): output[i, j]" for the element at `flat`.
+std::string stage_element(const Node& n, const Shape& shape, int64_t flat) {
   std::vector<int64_t> idx(shape.size());
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1, rest = flat; d >= 0; --d) {
     idx[d] = rest % shape[d];
     rest /= shape[d];
   }
-  return "stage %" + n.name + " (" + n.op + "): output" + shape_str(idx) + " = " + std::to_string(got) + ", " + what +
-         " " + std::to_string(want);
+  return "stage %" + n.name + " (" + n.op + "): output" + shape_str(idx);
+}
+
+std::string element(const Node& n, const Shape& shape, int64_t flat, const std::string& what, int64_t got,
+                    int64_t want) {
+  return stage_element(n, shape, flat) + " = " + std::to_string(got) + ", " + what + " " + std::to_string(want);
+}
+
+std::string real_str(long double x) {
+  std::ostringstream o;
+  o << std::setprecision(9) << static_cast<double>(x);
+  return o.str();
 }
 
 // One requantized stage: out[i] from its exact integer accumulator acc[i].
@@ -125,7 +138,22 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
     if (!known[i]) exp_of[i] = std::exp(x_s), known[i] = true;
     return exp_of[i];
   };
+  // cortex_m.softmax(x, dim, input_zp, output_zp, mult, shift, diff_min) as the lowering writes it.
+  const bool lowered = n.args.size() > 6;
+  std::vector<int64_t> codes(static_cast<size_t>(row));
   for (int64_t r0 = 0; row > 0 && r0 + row <= x.numel(); r0 += row) {
+    // The integer reference first, to the bit: a 1 LSB rounding slip stays
+    // inside the fake-quantized twin's 2 LSB.
+    if (lowered) {
+      for (int64_t j = 0; j < row; ++j) codes[j] = static_cast<int64_t>(x.data[r0 + j]);
+      const std::vector<int64_t> want =
+          softmax_s8_reference(codes, std::get<int64_t>(n.args[4]), std::get<int64_t>(n.args[5]),
+                               std::get<int64_t>(n.args[6]));
+      for (int64_t j = 0; j < row; ++j)
+        if (static_cast<int64_t>(out.data[r0 + j]) != want[j])
+          return element(n, out.shape, r0 + j, "the integer reference arm_softmax_s8 (§2.2) gives",
+                         static_cast<int64_t>(out.data[r0 + j]), want[j]);
+    }
     long double mx = -std::numeric_limits<long double>::infinity(), total = 0;
     for (int64_t j = 0; j < row; ++j) mx = std::fmax(mx, x.data[r0 + j]);
     for (int64_t j = 0; j < row; ++j) total += e[j] = exp_at(x.data[r0 + j] - mx);
@@ -135,6 +163,50 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
       if (std::llabs(got - fake) > 2)
         return element(n, out.shape, r0 + j, "more than 2 LSB from its fake-quantized twin", got, fake);
     }
+  }
+  return std::nullopt;
+}
+
+// quantize_per_tensor (§1.7): each code a correct rounding of zp + x / S,
+// clamped, up to the float rounding of 1.0f / S and of the product (either
+// side of a tie passes: the scalar path rounds the float product, Helium the
+// exact one). Not held: a non-finite or subnormal x, a reciprocal that is
+// not a normal float, or |x / S| >= 2^15, where Helium's lanes flush or wrap
+// as the device does.
+std::optional<std::string> quantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+  const Tensor& x = arg_value(g, run, n, 0);
+  const long double s = static_cast<float>(std::get<double>(n.args.at(1)));
+  const int64_t zp = std::get<int64_t>(n.args.at(2)), qmin = std::get<int64_t>(n.args.at(3)),
+                qmax = std::get<int64_t>(n.args.at(4));
+  const float inv = 1.0f / static_cast<float>(s);
+  if (!std::isnormal(inv)) return std::nullopt;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float xf = static_cast<float>(x.data[i]);
+    const long double v = xf / s;
+    if (!std::isfinite(xf) || (xf != 0 && !std::isnormal(xf)) || std::fabs(v) >= 32768) continue;
+    const long double tol = std::fabs(v) * 0x1p-21L + 0x1p-30L;
+    const int64_t lo = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(zp + v - 0.5L - tol)), qmin, qmax);
+    const int64_t hi = std::clamp<int64_t>(static_cast<int64_t>(std::floor(zp + v + 0.5L + tol)), qmin, qmax);
+    const int64_t got = static_cast<int64_t>(out.data[i]);
+    if (got < lo || got > hi)
+      return element(n, out.shape, i, "zp + x / S rounded to nearest and clamped gives", got,
+                     std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(zp + v)), qmin, qmax));
+  }
+  return std::nullopt;
+}
+
+// dequantize_per_tensor (§1.7): (q - zp)·S within the rounding of float
+// (and the smallest normal float, which Helium's flush-to-zero may take).
+std::optional<std::string> dequantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+  const Tensor& q = arg_value(g, run, n, 0);
+  const long double s = static_cast<float>(std::get<double>(n.args.at(1)));
+  const int64_t zp = std::get<int64_t>(n.args.at(2));
+  for (int64_t i = 0; i < q.numel(); ++i) {
+    const long double want = (static_cast<int64_t>(q.data[i]) - zp) * s;
+    if (!std::isfinite(want)) continue;
+    const long double got = out.data[i];
+    if (std::fabs(got - want) > std::fabs(want) * 0x1p-23L + std::numeric_limits<float>::min())
+      return stage_element(n, out.shape, i) + " = " + real_str(got) + ", (q - zp)·S gives " + real_str(want);
   }
   return std::nullopt;
 }
@@ -163,6 +235,8 @@ std::optional<std::string> first_stage_out_of_bound(const Graph& g, const Execut
     else if (n.op == kMulOp) breach = mul_stage(g, run, n, out);
     else if (n.op == kSoftmaxOp) breach = softmax_stage(g, run, n, out);
     else if (n.op == kQuantizedLinearOp) breach = linear_stage(g, run, n, out);
+    else if (n.op == kQuantizeOp) breach = quantize_stage(g, run, n, out);
+    else if (n.op == kDequantizeOp) breach = dequantize_stage(g, run, n, out);
     if (breach) return breach;
   }
   return std::nullopt;

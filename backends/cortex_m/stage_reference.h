@@ -6,7 +6,11 @@
 ///    within 1 LSB for quantized_batch_matmul, quantized_mul and quantized_linear,
 ///    2 LSB for softmax;
 ///  - for bmm, mul and linear, the AOT reference that ExecuTorch's tests hold the kernels
-///    to, requantize_cmsis (passes_utils.py, double rounding): bit-exact.
+///    to, requantize_cmsis (passes_utils.py, double rounding): bit-exact;
+///  - for softmax, an integer reference of arm_softmax_s8 (softmax_s8_reference.h):
+///    bit-exact;
+///  - quantize_per_tensor: a correct rounding of zp + x / S, clamped;
+///    dequantize_per_tensor: (q - zp)·S within float's rounding.
 #include <optional>
 #include <string>
 

@@ -118,5 +118,42 @@ TEST(StageReference, SoftmaxStageOverEmptyRowsReturns) {
   EXPECT_EQ(first_stage_out_of_bound(g, run), std::nullopt);
 }
 
+// quantize_per_tensor's codes are correct roundings of zp + x / S (either
+// side of a tie), clamped; dequantize_per_tensor gives (q - zp)·S. A code
+// one off, or a dequantized value off by more than float's rounding, is named.
+TEST(StageReference, QuantizeAndDequantizeStagesHoldTheirFormulas) {
+  const double scale = 0.25;
+  const int64_t zp = 3;
+  Tensor x(DType::f32, {6}), q(DType::i8, {6}), back(DType::f32, {6});
+  x.data = {0.0, 0.3, -1.125, 0.375, 100.0, -2.0};  // -1.125 / 0.25 = -4.5: a tie; 100 clamps
+  q.data = {3, 4, -2, 5, 127, -5};                   // -4.5 + 3 = -1.5: -2 (to even); -1 would pass too
+  for (int i = 0; i < 6; ++i) back.data[i] = (q.data[i] - zp) * scale;
+  const SymShape s{SymExpr(6)};
+  Graph g;
+  ValueRef xr = g.placeholder("x", {DType::f32, s});
+  ValueRef qr = g.call(kQuantizeOp, {xr, scale, zp, int64_t{-128}, int64_t{127}, DType::i8}, {},
+                       {{DType::i8, s, QParams{}}}, "q");
+  g.outputs = {g.call(kDequantizeOp, {qr, scale, zp, int64_t{-128}, int64_t{127}, DType::i8}, {}, {{DType::f32, s}},
+                      "dq")};
+  Execution run;
+  run.values = {{x}, {q}, {back}};
+  EXPECT_EQ(first_stage_out_of_bound(g, run), std::nullopt);
+  Execution tie = run;
+  tie.values[1][0].data[2] = -1;  // the other side of the tie
+  tie.values[2][0].data[2] = (-1 - zp) * scale;
+  EXPECT_EQ(first_stage_out_of_bound(g, tie), std::nullopt);
+  Execution truncated = run;
+  truncated.values[1][0].data[1] = 3;  // 0.3 / 0.25 = 1.2, + 3: 4
+  truncated.values[2][0].data[1] = 0;
+  const auto q_breach = first_stage_out_of_bound(g, truncated);
+  ASSERT_TRUE(q_breach.has_value());
+  EXPECT_NE(q_breach->find("stage %q "), std::string::npos) << *q_breach;
+  Execution off = run;
+  off.values[2][0].data[3] += 1e-3;
+  const auto dq_breach = first_stage_out_of_bound(g, off);
+  ASSERT_TRUE(dq_breach.has_value());
+  EXPECT_NE(dq_breach->find("stage %dq "), std::string::npos) << *dq_breach;
+}
+
 }  // namespace
 }  // namespace sdpa::cortex_m

@@ -46,7 +46,7 @@ int8_t helium_lane(float x, float inv_scale, int32_t zero_point, int32_t quant_m
 }  // namespace
 
 std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scale, int32_t zero_point,
-                                        int32_t quant_min, int32_t quant_max, Isa isa) {
+                                        int32_t quant_min, int32_t quant_max, Isa isa, QuantizeRounding rounding) {
   const char* kernel = "quantize_per_tensor";
   if (quant_min < -128)
     throw CmsisCheckFailed({kernel, "quant_min", std::to_string(quant_min) + " is below int8's -128"});
@@ -60,7 +60,8 @@ std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scal
   const size_t vector_end = isa == Isa::helium ? x.size() / 16 * 16 : 0;
   for (size_t i = 0; i < vector_end; ++i) out[i] = helium_lane(x[i], inv_scale, zero_point, quant_min, quant_max);
   for (size_t i = vector_end; i < x.size(); ++i) {
-    const float r = std::nearbyint(inv_scale * x[i]);
+    const float r = rounding == QuantizeRounding::toward_zero ? std::trunc(inv_scale * x[i])
+                                                              : std::nearbyint(inv_scale * x[i]);
     // static_cast<int32_t> of a float is defined only for values in [-2^31, 2^31).
     if (!(r >= -2147483648.0f && r < 2147483648.0f))
       throw CmsisUndefined({kernel, "input[" + std::to_string(i) + "]",

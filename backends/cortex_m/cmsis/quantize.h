@@ -27,8 +27,13 @@ namespace sdpa::cortex_m::cmsis {
 /// what those bits make, as on the device. A subnormal x or inv_scale is
 /// taken as 0 (MVE's flush-to-zero; it matters for |scale| below 2.4e-38 or
 /// above 8.5e37).
+/// How the scalar path rounds inv_scale·x: nearbyint (upstream), or toward
+/// zero, a cast in its place (the self-test mutant quantize-truncates).
+enum class QuantizeRounding { to_nearest_even, toward_zero };
+
 std::vector<int8_t> quantize_per_tensor(const std::vector<float>& x, double scale, int32_t zero_point,
-                                        int32_t quant_min = -128, int32_t quant_max = 127, Isa isa = Isa::scalar);
+                                        int32_t quant_min = -128, int32_t quant_max = 127, Isa isa = Isa::scalar,
+                                        QuantizeRounding rounding = QuantizeRounding::to_nearest_even);
 
 /// x = float(q - zp)·float(scale) in float32. CmsisUndefined (kernel
 /// "dequantize_per_tensor", operand "zero_point") when q - zp overflows int32.

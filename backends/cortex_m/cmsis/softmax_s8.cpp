@@ -22,7 +22,7 @@ constexpr const char* kKernel = "arm_softmax_s8";
 }  // namespace
 
 std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
-                                   const SoftmaxParams& params, Isa isa) {
+                                   const SoftmaxParams& params, Isa isa, FinalShift final_shift) {
   if (num_rows < 0 || row_size < 0 || static_cast<int64_t>(input.size()) != num_rows * row_size)
     throw std::invalid_argument("arm_softmax_s8: input has " + std::to_string(input.size()) + " elements, not " +
                                 std::to_string(num_rows) + " rows of " + std::to_string(row_size));
@@ -94,7 +94,10 @@ std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num
         y[c] = -128;
         continue;
       }
-      const int32_t v = divide_by_power_of_two(doubling_high_mult(shifted_scale, e[c]), bits_over_unit) - 128;
+      const int32_t scaled = doubling_high_mult(shifted_scale, e[c]);
+      const int32_t v = (final_shift == FinalShift::truncating ? scaled >> bits_over_unit
+                                                               : divide_by_power_of_two(scaled, bits_over_unit)) -
+                        128;
       y[c] = static_cast<int8_t>(std::clamp(v, -128, 127));
     }
   }
