@@ -133,6 +133,37 @@ TEST_P(WeakenedGuard, TheHarnessCatchesTheConsequenceAndShrinksIt) {
               static_cast<long long>(w->iteration), w->shrink_steps, case_summary(w->shrunk).c_str());
 }
 
+// A wrong replacement (option mutant), caught and shrunk as a weakened rule
+// is: the invariant that the SDPA node carries the fused call's scale, and
+// enable_gqa unless the head counts are statically equal, names it.
+class WrongReplacement : public ::testing::TestWithParam<Weakening> {};
+
+TEST_P(WrongReplacement, TheHarnessCatchesItAndShrinksIt) {
+  const Weakening& p = GetParam();
+  TargetRun r = fixture().campaign({{"guard", "replace"}, {"mutant", p.rule}, {"entry", p.entry}}, 2000, 1);
+  const WrittenFinding* w = nullptr;
+  for (const auto& f : r.findings)
+    if (!w && f.verdict == p.verdict) w = &f;
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
+  EXPECT_NE(w->finding.detail.find(p.rule == "replace-drops-scale" ? "scale None" : "enable_gqa unset"),
+            std::string::npos)
+      << w->finding.detail;
+  std::printf("%s: %s at case %lld, shrunk in %d steps to %s\n  %s\n", p.rule.c_str(), p.verdict.c_str(),
+              static_cast<long long>(w->iteration), w->shrink_steps, case_summary(w->shrunk).c_str(),
+              w->finding.detail.substr(0, 200).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mutants, WrongReplacement,
+    ::testing::Values(Weakening{"replace-drops-scale", "dispatch", "broken-invariant"},
+                      Weakening{"replace-drops-enable-gqa", "dispatch", "broken-invariant"}),
+    [](const ::testing::TestParamInfo<Weakening>& i) {
+      std::string n = i.param.rule;
+      for (char& ch : n) ch = ch == '-' ? '_' : ch;
+      return n;
+    });
+
 INSTANTIATE_TEST_SUITE_P(
     Rules, WeakenedGuard,
     ::testing::Values(Weakening{"outputs-used", "dispatch", "invalid-rewrite"},

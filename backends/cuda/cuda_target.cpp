@@ -101,7 +101,7 @@ class CudaTarget : public Target {
       : options_(std::move(options)),
         entry_(*parse_entry(options_.at("entry"))),
         priority_(*parse_priority(options_.at("priority"))),
-        pass_(parse_fused_rule(options_.at("weaken"))),
+        pass_(parse_fused_rule(options_.at("weaken")), *parse_replace_fault(options_.at("mutant"))),
         triton_(options_.at("triton") == "on"),
         kernels_(triton_ ? triton_kernels() : math_kernels()),
         exact_(exact_with_triton()) {}
@@ -240,6 +240,9 @@ class CudaFactory : public TargetFactory {
              "with cuDNN 9.10 (up to 256); cudnn-first-sm90-9.11: sm90 with cuDNN 9.11 to 9.13 (up to 256, no "
              "dropout)"},
             {"weaken", weaken, "none", "switch off one guard rule (self-tests)"},
+            {"mutant", {"none", "replace-drops-scale", "replace-drops-enable-gqa"}, "none",
+             "a wrong replacement (self-tests): the SDPA node without the fused call's scale, or without its "
+             "enable_gqa"},
             {"triton", {"off", "on"}, "off",
              "the compile spec's triton_kernel_mode: on adds ReplaceEdgeOpWithTritonOpPass and runs "
              "triton.sdpa / sdpa_decode_splitk (bf16); off compiles aten SDPA on the math path"}};
@@ -254,6 +257,10 @@ class CudaFactory : public TargetFactory {
       if (rule == FusedRule::causal_bias) m.options["entry"] = "efficient";
       out.push_back(m);
     }
+    out.push_back({"replace-drops-scale", {{"guard", "replace"}, {"mutant", "replace-drops-scale"}},
+                   "the replacement SDPA leaves out the fused call's scale (the padded flash call's og_scale too)"});
+    out.push_back({"replace-drops-enable-gqa", {{"guard", "replace"}, {"mutant", "replace-drops-enable-gqa"}},
+                   "the replacement SDPA leaves out enable_gqa where the head counts may differ"});
     return out;
   }
   std::unique_ptr<Target> make(const Options& options) const override {

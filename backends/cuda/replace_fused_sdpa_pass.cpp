@@ -26,6 +26,13 @@ std::optional<FusedRule> parse_fused_rule(const std::string& name) {
 
 std::string replacement_name(const std::string& fused) { return fused + "_sdpa"; }
 
+std::optional<ReplaceFault> parse_replace_fault(const std::string& name) {
+  if (name == "none") return ReplaceFault::none;
+  if (name == "replace-drops-scale") return ReplaceFault::drop_scale;
+  if (name == "replace-drops-enable-gqa") return ReplaceFault::drop_enable_gqa;
+  return std::nullopt;
+}
+
 namespace {
 
 bool reads_extra(const Arg& a, int index) {
@@ -116,10 +123,12 @@ Graph ReplaceFusedSdpaWithSdpaPass::rewrite(const Graph& g, const ShapeEnv& env,
     }
     const FusedCall call = read_fused_call(n);
     std::vector<std::pair<std::string, Arg>> kwargs;
-    if (call.scale) kwargs.emplace_back("scale", *call.scale);  // a scale of None stays out
+    // A scale of None stays out.
+    if (call.scale && fault_ != ReplaceFault::drop_scale) kwargs.emplace_back("scale", *call.scale);
     // The fused variants group key heads as GQA does; only statically equal counts go without.
     const SymExpr hq = dim_from_end(g, call.q, 3), hkv = dim_from_end(g, call.k, 3);
-    if (!env.statically_known(Fact{hq, Rel::eq, hkv})) kwargs.emplace_back("enable_gqa", true);
+    if (!env.statically_known(Fact{hq, Rel::eq, hkv}) && fault_ != ReplaceFault::drop_enable_gqa)
+      kwargs.emplace_back("enable_gqa", true);
     std::vector<Arg> args{rw.map(call.q), rw.map(call.k), rw.map(call.v),
                           call.bias ? Arg(rw.map(*call.bias)) : Arg(None{}), call.dropout_p, call.is_causal};
     ValueRef out = rw.out().call(kSdpaOp, args, kwargs, {n.outputs[0]}, replacement_name(n.name));

@@ -20,11 +20,18 @@ enum class FusedRule {
 const std::vector<std::pair<FusedRule, std::string>>& fused_rules();
 std::optional<FusedRule> parse_fused_rule(const std::string& name);
 
+/// A wrong replacement, for the self-test mutants: the SDPA node leaves out
+/// the fused call's scale (a scale lost between two passes), or its
+/// enable_gqa where the head counts may differ.
+enum class ReplaceFault { none, drop_scale, drop_enable_gqa };
+std::optional<ReplaceFault> parse_replace_fault(const std::string& name);
+
 class ReplaceFusedSdpaWithSdpaPass : public Pass {
  public:
   /// `weakened`: a rule switched off (self-tests of the harness), or none.
-  explicit ReplaceFusedSdpaWithSdpaPass(std::optional<FusedRule> weakened = std::nullopt)
-      : weakened_(weakened) {}
+  explicit ReplaceFusedSdpaWithSdpaPass(std::optional<FusedRule> weakened = std::nullopt,
+                                        ReplaceFault fault = ReplaceFault::none)
+      : weakened_(weakened), fault_(fault) {}
   std::string name() const override { return "replace-fused-sdpa-with-sdpa"; }
   using Pass::run;
   Result run(const Graph& g, const ShapeEnv& env, const RewriteControl& control) const override;
@@ -38,6 +45,7 @@ class ReplaceFusedSdpaWithSdpaPass : public Pass {
   Graph rewrite(const Graph& g, const ShapeEnv& env, const RewriteControl& control, const std::string& where,
                 std::vector<Decision>& decisions) const;
   std::optional<FusedRule> weakened_;
+  ReplaceFault fault_;
 };
 
 /// The name the rewrite gives the SDPA node that replaces fused node `fused`.
