@@ -180,19 +180,26 @@ void AttentionCall::scores_into(int64_t b, int64_t h, MatrixD& s, MatrixD* low) 
 bool softmax_row(const double* scores, const double* low, int64_t n, double* p, double& max) {
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   max = kNegInf;
+  double max_low = 0.0;  // the low part of the first score at the max
   bool all_masked = true;
   for (int64_t j = 0; j < n; ++j) {
     // fmax without its call: the row max starts at -inf and is never NaN,
     // and a NaN score still reaches exp() below.
-    if (max < scores[j]) max = scores[j];
+    if (max < scores[j]) max = scores[j], max_low = low ? low[j] : 0.0;
     all_masked = all_masked && scores[j] == kNegInf;
   }
   if (all_masked) return false;
+  // Past 2^53 the max's low part can exceed 1 (near 1e300 it is about
+  // 1e284): left in every exponent, every weight would underflow to 0 and
+  // the row be 0 / 0, so there it is taken out (a common factor the sum
+  // divides out). Below, it is within a rounding of the max and stays, as
+  // on an additive mask's path, which rounds each score to double.
+  if (!(std::fabs(max_low) > 1.0) || !std::isfinite(max_low)) max_low = 0.0;
   CompensatedSum total;
   for (int64_t j = 0; j < n; ++j) {
     // NaN - max is NaN, and reaches exp. scores[j] - max is exact for the
     // keys that weigh (Sterbenz), and the low parts are added after it.
-    const double x = low ? (scores[j] - max) + low[j] : scores[j] - max;
+    const double x = low ? (scores[j] - max) + (low[j] - max_low) : scores[j] - max;
     p[j] = exp_no_underflow(x);
     total.add(p[j]);
   }

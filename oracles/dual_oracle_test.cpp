@@ -129,6 +129,29 @@ TEST(DualOracle, AllowsTheFloat64ErrorOfLargeLogits) {
   EXPECT_GT(max_rel, 1e-12);
 }
 
+// Scores near 1e300 (f64 data of magnitude 1e150, or a scale of 1e308)
+// carry low parts near 1e284: the softmax takes the max's own low part out
+// of every exponent, or every weight underflows and the Eigen row is 0 / 0
+// where LibTorch's is finite (an oracle-disagree on valid input). Scores
+// past double's range (magnitude 1e154, scale 1e308) are inf in both, and
+// both rows NaN.
+TEST(DualOracle, AgreeWhereScoresNearTheTopOfDoublesRange) {
+  const auto oracle = make_dual_oracle();
+  for (uint64_t seed = 1; seed < 20; ++seed)
+    for (const auto& [magnitude, scale] : std::vector<std::pair<double, std::optional<double>>>{
+             {1e150, std::nullopt}, {1e154, std::nullopt}, {1.0, 1e308}}) {
+      Case c = make_case(1, 1, 2, 3, 4, 4);
+      c.dtype = DType::f64;
+      c.data.seed = seed;
+      c.data.magnitude = magnitude;
+      c.scale = scale;
+      const Golden g = oracle->golden(c, make_case_tensors(c, {}), {});
+      EXPECT_EQ(g.disagreement, "") << "seed " << seed << " magnitude " << magnitude;
+      if (magnitude == 1e150)  // |q·k| below 4·(3e150)^2: every score finite
+        for (double x : g.out.data) EXPECT_FALSE(std::isnan(x)) << "seed " << seed;
+    }
+}
+
 // f16's -65504 on every key: both oracles round s - 65504 to float64 (aten
 // adds the mask in the score's dtype), so they agree within 1e-12.
 TEST(DualOracle, AgreeOnLargeAdditiveMasks) {
