@@ -139,5 +139,44 @@ open(p, "w").write(t.replace('"done"', '"deep": ' + "[" * 100000 + "]" * 100000 
 PY
 refused "a checkpoint nested past the JSON bounds" "nested deeper than 64" bad7 "$TMP/s0/run" "$TMP/s1deep/run"
 
+# A damaged run folder is refused, naming the file, the field and what was
+# expected; none is merged as if it held nothing, or held garbage.
+damaged() {  # damaged NAME PYTHON: a copy of shard 1 whose run.json (r) and checkpoint (c) PYTHON edits
+  rm -rf "$TMP/$1" && cp -r "$TMP/s1" "$TMP/$1"
+  python3 - "$TMP/$1/run" "$2" <<'PY'
+import json, sys
+d, edit = sys.argv[1], sys.argv[2]
+r = json.load(open(d + "/run.json")); c = json.load(open(d + "/checkpoint.json"))
+exec(edit)
+json.dump(r, open(d + "/run.json", "w")); json.dump(c, open(d + "/checkpoint.json", "w"))
+PY
+}
+refused_damaged() {  # refused_damaged NAME WANT_TEXT PYTHON
+  damaged "$1" "$3"
+  refused "$1" "$TMP/$1/run/$2" "$1.m" "$TMP/s0/run" "$TMP/$1/run"
+  if grep -q "json.exception\|stoi" "$TMP/$1.m.log"; then fail "$1: the JSON library's message"; fi
+}
+refused_damaged "done empty" "checkpoint.json: done: no run of target aten, though run.json says the run is complete" 'c["done"] = []'
+refused_damaged "done an object" "checkpoint.json: done: expected a list of target runs, got an object" 'c["done"] = {}'
+refused_damaged "negative cases" "checkpoint.json: done[0].cases: expected a count >= 0, got -5" 'c["done"][0]["cases"] = -5'
+refused_damaged "more cases than the shard holds" "checkpoint.json: done[0].cases: expected at most 80, the iterations its shards hold, got 1000000" 'c["done"][0]["cases"] = 10**6'
+refused_damaged "a target not of the run" "checkpoint.json: done[0].target: \"nope\" is not a target of the run (args.targets)" 'c["done"][0]["target"] = "nope"'
+refused_damaged "a verdict name" "checkpoint.json: done[0].verdicts.bogus: \"bogus\" is not a verdict name" 'c["done"][0]["verdicts"]["bogus"] = 5'
+refused_damaged "a negative verdict count" "checkpoint.json: done[0].verdicts.pass: expected a count >= 0, got -3" 'c["done"][0]["verdicts"]["pass"] = -3'
+refused_damaged "held -1" "checkpoint.json: held.-1: expected the index of a shard run.json names, got \"-1\"" 'c["held"] = {"-1": {"aten": 1}}'
+refused_damaged "held abc" "checkpoint.json: held.abc: expected the index of a shard run.json names, got \"abc\"" 'c["held"] = {"abc": {"aten": 1}}'
+refused_damaged "a shard named twice" "run.json: shards: shard 1/3 is named twice" 'r.pop("shard"); r["shards"] = ["1/3", "1/3"]'
+refused_damaged "a shard with trailing text" "run.json: shard: expected \"I/N\" with 0 <= I < N, one N for all, got \"1/3xyz\"" 'r["shard"] = "1/3xyz"'
+refused_damaged "an unknown run format" "run.json: format: expected \"sdpacheck.run.v1\", got \"bogus.v9\"" 'r["format"] = "bogus.v9"'
+refused_damaged "no args" "checkpoint.json: args: missing required field" 'c.pop("args")'
+damaged nothing 'r["state"] = "interrupted"; c["done"] = []; c["current"] = None'
+if run_in nothing.m "$BIN" merge "$TMP/s0/run" "$TMP/nothing/run" --allow-incomplete --out run; then
+  fail "a folder that adds nothing: merge succeeded"
+elif grep -qF "$TMP/nothing/run/checkpoint.json: done: no target run (and no current one): the folder adds nothing to a merge" "$TMP/nothing.m.log"; then
+  ok "a folder that adds nothing"
+else
+  fail "a folder that adds nothing"; head -5 "$TMP/nothing.m.log"
+fi
+
 if [ "$failures" != 0 ]; then echo "$failures failures"; exit 1; fi
 echo "all shard and merge checks pass"

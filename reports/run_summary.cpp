@@ -38,7 +38,7 @@ nlohmann::json finding_entry(const WrittenFinding& w) {
 nlohmann::json run_summary(const RunSettings& s, const std::vector<TargetRun>& runs, bool with_timing,
                            const CampaignStats* stats) {
   nlohmann::json j;
-  j["format"] = "sdpacheck.run.v1";
+  j["format"] = kRunFormat;
   j["version"] = kVersion;
   j["seed"] = s.seed;
   j["cases_per_target"] = s.cases;

@@ -10,6 +10,9 @@
 
 namespace sdpa {
 
+/// run.json's `format`.
+inline constexpr const char* kRunFormat = "sdpacheck.run.v1";
+
 struct RunSettings {
   uint64_t seed = 1;
   int64_t cases = 0;
