@@ -118,6 +118,29 @@ check bad-case-timeout 2 "--case-timeout" "$BIN" fuzz --cases 5 --case-timeout -
 check resume-without-checkpoint 2 "no checkpoint.json there" "$BIN" fuzz --resume "$TMP/none"
 check resume-of-complete-run 0 "run summary" "$BIN" fuzz --resume "$TMP/m"
 check run-json-state 0 '"state": "complete"' cat "$TMP/m/run.json"
+# A damaged checkpoint's settings are held to the options' limits, each named.
+resume_damaged() {  # resume_damaged NAME WANT_TEXT PYTHON: --resume of a copy of $TMP/m whose args (a) PYTHON edits
+  rm -rf "$TMP/rd" && cp -r "$TMP/m" "$TMP/rd"
+  python3 - "$TMP/rd/checkpoint.json" "$3" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); a = c["args"]
+exec(sys.argv[2])
+json.dump(c, open(sys.argv[1], "w"))
+PY
+  check "$1" 2 "$TMP/rd/checkpoint.json: $2" "$BIN" fuzz --resume "$TMP/rd"
+}
+resume_damaged resume-jobs "args.jobs: expected an integer in [0, 1024], got 5000" 'a["jobs"] = 5000'
+resume_damaged resume-cases "args.cases: expected an integer in [1, 9223372036854775807], got 0" 'a["cases"] = 0'
+resume_damaged resume-time "args.time: expected a number of seconds >= 0, got -1" 'a["time"] = -1'
+resume_damaged resume-seed "args.seed: expected an integer in [0, 2^64), got -1" 'a["seed"] = -1'
+resume_damaged resume-oracle-sample "args.oracle_sample: expected an integer in [1, 9223372036854775807], got 0" 'a["oracle_sample"] = 0'
+resume_damaged resume-stop-after "args.stop_after: expected an integer in [0, 9223372036854775807], got -1" 'a["stop_after"] = -1'
+resume_damaged resume-case-timeout "args.case_timeout: expected a number of seconds >= 0, got -1" 'a["case_timeout"] = -1'
+resume_damaged resume-rss-limit "args.rss_limit_mb: expected an integer in [0, 1073741824], got 4611686018427387904" 'a["rss_limit_mb"] = 2**62'
+resume_damaged resume-shard "args.shard: expected \"I/N\" with 0 <= I < N, got \"3/2\"" 'a["shard"] = "3/2"'
+resume_damaged resume-missing-key "args.jobs: missing required field" 'a.pop("jobs")'
+resume_damaged resume-mistyped-key "args.jobs: expected an integer, got a string" 'a["jobs"] = "4"'
+resume_damaged resume-no-args "args: missing required field" 'c.pop("args")'
 check fail-on-finding 1 "" "$BIN" fuzz --target aten --cases 300 --option mutant=drop-scale --no-corpus --run-dir "$TMP/m2" --fail-on-finding
 
 # explain names the diverging node and the violated fact in its first lines.

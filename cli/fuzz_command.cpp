@@ -1,6 +1,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -56,31 +57,67 @@ nlohmann::json args_to_json(const FuzzArgs& a) {
           {"rss_limit_mb", a.isolation.rss_limit_mb}};
 }
 
+// An integer field of args within [lo, hi], as the command line bounds its option.
+int64_t bounded_int(JsonObject& o, const std::string& key, int64_t lo, int64_t hi) {
+  const int64_t v = o.integer(key);
+  if (v < lo || v > hi)
+    o.fail(key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                    std::to_string(v));
+  return v;
+}
+
+// A number of seconds >= 0.
+double seconds_field(JsonObject& o, const std::string& key) {
+  const double v = o.number(key);
+  if (v < 0) o.fail(key, "expected a number of seconds >= 0, got " + o.require(key).dump());
+  return v;
+}
+
+std::vector<std::string> strings_field(JsonObject& o, const std::string& key) {
+  const nlohmann::json& v = o.require(key);
+  if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) { return x.is_string(); }))
+    o.fail(key, "expected a list of strings, got " + v.dump().substr(0, 80));
+  return v.get<std::vector<std::string>>();
+}
+
+// The settings of a checkpoint, held to the limits of the command line's
+// options: a damaged checkpoint is an error naming the field, not a
+// campaign of a negative case count or a wrapped memory limit.
 FuzzArgs args_from_json(const nlohmann::json& j) {
+  JsonObject o(j, "args");
   FuzzArgs a;
-  j.at("targets").get_to(a.targets);
-  j.at("options").get_to(a.options);
-  j.at("cases").get_to(a.cases);
-  j.at("time").get_to(a.time);
-  j.at("seed").get_to(a.seed);
-  j.at("max_size").get_to(a.max_size);
-  j.at("shard").get_to(a.shard);
-  a.shard_source = j.value("shard_source", std::string());
-  j.at("corpus").get_to(a.corpus);
-  j.at("policy").get_to(a.policy);
-  j.at("junit").get_to(a.junit);
-  j.at("html").get_to(a.html);
-  j.at("no_corpus").get_to(a.no_corpus);
-  j.at("no_timing").get_to(a.no_timing);
-  j.at("identity").get_to(a.identity);
-  j.at("fail_on_finding").get_to(a.fail_on_finding);
-  j.at("record_warnings").get_to(a.record_warnings);
-  j.at("stop_after").get_to(a.stop_after);
-  j.at("jobs").get_to(a.jobs);
-  a.oracle_sample = j.value("oracle_sample", int64_t{1});  // a checkpoint from before sampling: every case
-  j.at("in_process").get_to(a.isolation.in_process);
-  j.at("case_timeout").get_to(a.isolation.case_timeout);
-  j.at("rss_limit_mb").get_to(a.isolation.rss_limit_mb);
+  a.targets = strings_field(o, "targets");
+  a.options = strings_field(o, "options");
+  a.cases = bounded_int(o, "cases", 1, INT64_MAX);
+  a.time = seconds_field(o, "time");
+  const nlohmann::json& seed = o.require("seed");
+  if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<int64_t>() >= 0))
+    o.fail("seed", "expected an integer in [0, 2^64), got " + seed.dump());
+  a.seed = seed.get<uint64_t>();
+  a.max_size = static_cast<int>(bounded_int(o, "max_size", 0, 1000));
+  a.shard = o.str("shard");
+  try {
+    resolve_shard(a.shard, 0, [](const char*) { return nullptr; });
+  } catch (const InputError&) {
+    o.fail("shard", "expected \"I/N\" with 0 <= I < N, got \"" + a.shard + "\"");
+  }
+  if (o.has("shard_source")) a.shard_source = o.str("shard_source");
+  a.corpus = o.str("corpus");
+  a.policy = o.str("policy");
+  a.junit = o.str("junit");
+  a.html = o.str("html");
+  a.no_corpus = o.boolean("no_corpus");
+  a.no_timing = o.boolean("no_timing");
+  a.identity = o.boolean("identity");
+  a.fail_on_finding = o.boolean("fail_on_finding");
+  a.record_warnings = o.boolean("record_warnings");
+  a.stop_after = bounded_int(o, "stop_after", 0, INT64_MAX);
+  a.jobs = static_cast<int>(bounded_int(o, "jobs", 0, 1024));  // 0: --jobs not given, one per core
+  // A checkpoint from before sampling: every case.
+  a.oracle_sample = o.has("oracle_sample") ? bounded_int(o, "oracle_sample", 1, INT64_MAX) : 1;
+  a.isolation.in_process = o.boolean("in_process");
+  a.isolation.case_timeout = seconds_field(o, "case_timeout");
+  a.isolation.rss_limit_mb = bounded_int(o, "rss_limit_mb", 0, kMaxRssLimitMb);
   return a;
 }
 
@@ -96,6 +133,10 @@ nlohmann::json read_checkpoint(const std::string& run_dir) {
   nlohmann::json j = read_json_file(path);  // within the bounds of every JSON input
   if (!j.is_object() || j.value("format", "") != kCheckpointFormat)
     throw InputError(path + ": not an sdpacheck checkpoint (format " + kCheckpointFormat + ")");
+  if (!j.contains("done") || !j["done"].is_array())
+    throw InputError(path + ": done: expected a list of target runs");
+  if (!j.contains("current") || !(j["current"].is_null() || j["current"].is_object()))
+    throw InputError(path + ": current: expected an object or null");
   return j;
 }
 
@@ -212,7 +253,12 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   FuzzArgs a = given;
   if (!given.resume.empty()) {
     checkpoint = read_checkpoint(given.resume);
-    a = args_from_json(checkpoint.at("args"));
+    try {
+      if (!checkpoint.contains("args")) throw InputError("args: missing required field");
+      a = args_from_json(checkpoint["args"]);
+    } catch (const InputError& e) {
+      throw InputError(checkpoint_path(given.resume) + ": " + e.what());
+    }
     a.run_dir = given.resume;
   }
   const std::string shard_source = a.shard_source;
@@ -259,7 +305,8 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   RunSettings s{a.seed, a.cases, a.max_size, opt.shard, opt.shards, a.policy, a.identity, a.shard_source, {}};
   std::vector<TargetRun> runs;
   if (!checkpoint.is_null())
-    for (const auto& done : checkpoint.at("done")) runs.push_back(target_run_from_json(done, checkpoint_path(a.run_dir)));
+    for (size_t k = 0; k < checkpoint.at("done").size(); ++k)
+      runs.push_back(target_run_from_json(checkpoint["done"][k], checkpoint_path(a.run_dir), "done[" + std::to_string(k) + "]"));
   if (checkpoint.is_null()) write_checkpoint(a, runs, nullptr, stats);
   catch_stop_signals();
   opt.stop_requested = [] { return stop_signal != 0; };
