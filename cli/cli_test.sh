@@ -100,6 +100,35 @@ check invalid-never-could-not-complete 0 "" never_could_not_complete
 check changed-kernel-set 1 "finding changed: kernel_set: recorded 'libtorch', observed 'portable'" "$BIN" replay "$DATA/changed_kernel_set.json"
 check changed-status 1 "CHANGED  " "$BIN" replay "$DATA/changed_kernel_set.json"
 check size-limit-option 2 "elements, the limit is 10" "$BIN" replay --max-elements 10 "$DATA/valid_gqa_dynamic.json"
+# An entry replay cannot read is one INVALID line naming it; the rest still run.
+mkdir -p "$TMP/loop" && cp "$DATA/valid_gqa_dynamic.json" "$TMP/loop/" && ln -s loop.json "$TMP/loop/loop.json"
+check replay-link-loop 2 "INVALID  $TMP/loop/loop.json: cannot read: Too many levels of symbolic links" "$BIN" replay "$TMP/loop"
+check replay-link-loop-goes-on 2 "ok  $TMP/loop/valid_gqa_dynamic.json" "$BIN" replay "$TMP/loop"
+if [ "$(id -u)" != 0 ]; then  # root reads a folder without permission
+  mkdir -p "$TMP/perm/locked" && cp "$DATA/valid_gqa_dynamic.json" "$TMP/perm/" && chmod 000 "$TMP/perm/locked"
+  check replay-unreadable-folder 2 "INVALID  $TMP/perm/locked: cannot read folder: Permission denied" "$BIN" replay "$TMP/perm"
+  check replay-unreadable-folder-goes-on 2 "ok  $TMP/perm/valid_gqa_dynamic.json" "$BIN" replay "$TMP/perm"
+  chmod 700 "$TMP/perm/locked"
+fi
+python3 - "$DATA/valid_gqa_dynamic.json" "$TMP/huge.json" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1])); c = e["case"]
+c.update(kv_len=1000000000, symbols={}, runtime=[])
+json.dump(e, open(sys.argv[2], "w"))
+PY
+in_small_memory() { (ulimit -v 6000000; "$BIN" replay --in-process --max-elements 9223372036854775807 \
+  --max-dim 9223372036854775807 "$TMP/huge.json" "$DATA/valid_gqa_dynamic.json"); }
+check replay-out-of-memory 2 "INVALID  $TMP/huge.json: not enough memory to replay it" in_small_memory
+check replay-out-of-memory-goes-on 2 "ok  $DATA/valid_gqa_dynamic.json" in_small_memory
+# Only regular files are read: a FIFO would block, a device never end.
+mkfifo "$TMP/fifo.json"
+check replay-fifo 2 "INVALID  $TMP/fifo.json: not a regular file" timeout 20 "$BIN" replay "$TMP/fifo.json"
+check replay-device 2 "INVALID  /dev/zero: not a regular file" timeout 20 "$BIN" replay /dev/zero
+check explain-fifo 2 "$TMP/fifo.json: not a regular file" timeout 20 "$BIN" explain "$TMP/fifo.json"
+check repro-fifo 2 "$TMP/fifo.json: not a regular file" timeout 20 "$BIN" repro --gtest "$TMP/fifo.json"
+# A replay of nothing does not pass.
+mkdir -p "$TMP/empty" && touch "$TMP/empty/notes.txt"
+check replay-empty-folder 2 "no corpus files found in $TMP/empty" "$BIN" replay "$TMP/empty"
 
 # A mutant's finding is written, replays as expected, and the expectations
 # behave: a wrong `expect` is a regression, a fixed bug says so.

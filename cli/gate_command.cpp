@@ -46,8 +46,10 @@ void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r, IsolatedCases* i
       std::cerr << "corpus: " << replay_status_name(o->status) << " " << file << " expect="
                 << o->expected << " observed=" << o->observed << "\n";
   };
-  ReplayTally t = replay_files(collect_corpus_files({a.corpus}), w.registry, *w.reference, {}, false, report,
-                               isolated);
+  std::vector<CorpusProblem> problems;
+  const std::vector<std::string> files = collect_corpus_files({a.corpus}, &problems, false);
+  ReplayTally t = replay_files(files, w.registry, *w.reference, {}, false, report, isolated);
+  report_corpus_problems(problems, report, t);
   r.corpus_files = t.files;
   r.corpus_regressions = t.regressions + t.fixed;
   r.corpus_invalid = t.invalid;

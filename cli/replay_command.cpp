@@ -45,9 +45,11 @@ int run_replay(const ReplayArgs& a, Wiring& w) {
       std::cout << "  graph before passes:\n" << o->result.graph_before << "  graph after passes:\n"
                 << o->result.graph_after;
   };
-  std::vector<std::string> files = collect_corpus_files(a.paths);
+  std::vector<CorpusProblem> problems;
+  std::vector<std::string> files = collect_corpus_files(a.paths, &problems);
   std::unique_ptr<IsolatedCases> isolated = make_isolated_cases(w, a.isolation);
   ReplayTally t = replay_files(files, w.registry, *w.reference, limits, a.verbose, report, isolated.get());
+  report_corpus_problems(problems, report, t);
   if (t.invalid) return kBadInput;
   if (t.regressed()) return kFindings;
   return t.fixed ? kKnownFixed : kOk;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <new>
 
 #include "harness/io/json_reader.h"
 
@@ -87,9 +88,7 @@ std::vector<std::string> finding_changes(const nlohmann::json& recorded, const C
 
 ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
                          const ReferenceModel& reference, const SizeLimits& limits, bool keep_graphs,
-                         const std::function<void(const std::string&, const ReplayOutcome*,
-                                                  const std::string&)>& report,
-                         IsolatedCases* isolated) {
+                         const ReplayReport& report, IsolatedCases* isolated) {
   ReplayTally t;
   for (const auto& file : files) {
     ++t.files;
@@ -111,27 +110,93 @@ ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegi
     } catch (const InputError& err) {
       ++t.invalid;
       report(file, nullptr, err.what());
+    } catch (const std::bad_alloc&) {
+      // One case too large for this process's memory (--in-process, or a
+      // limit raised past the machine) ends that file, not the replay.
+      ++t.invalid;
+      report(file, nullptr, file + ": not enough memory to replay it (a smaller --max-elements refuses it up front)");
     }
   }
   return t;
 }
 
-std::vector<std::string> collect_corpus_files(const std::vector<std::string>& paths) {
-  namespace fs = std::filesystem;
+namespace {
+
+namespace fs = std::filesystem;
+
+// Folders under a corpus folder nest no deeper than this: the walk recurses.
+constexpr int kMaxCorpusDepth = 64;
+
+// Why `status` is not a file replay can read, or "" when it is one.
+std::string not_a_file(const fs::file_status& status) {
+  if (fs::is_regular_file(status)) return "";
+  if (status.type() == fs::file_type::not_found) return "a link to nothing";
+  return "not a regular file";
+}
+
+// The *.json files under `dir`, depth first. A symbolic link to a folder is
+// not followed; an entry that cannot be read (a folder without permission,
+// a link loop, a FIFO named *.json) is a problem, and the walk goes on.
+void walk_corpus_folder(const fs::path& dir, int depth, std::vector<std::string>& files,
+                        std::vector<CorpusProblem>& problems) {
+  if (depth > kMaxCorpusDepth) {
+    problems.push_back({dir.string(), "folders nested deeper than " + std::to_string(kMaxCorpusDepth) + " levels"});
+    return;
+  }
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const fs::path path = it->path();
+    std::error_code entry_ec;
+    if (fs::is_directory(it->symlink_status(entry_ec))) {
+      walk_corpus_folder(path, depth + 1, files, problems);
+      continue;
+    }
+    if (path.extension() != ".json") continue;
+    const fs::file_status status = fs::status(path, entry_ec);
+    const std::string why = entry_ec && entry_ec != std::errc::no_such_file_or_directory
+                                ? "cannot read: " + entry_ec.message()
+                                : not_a_file(status);
+    if (why.empty()) files.push_back(path.string());
+    else problems.push_back({path.string(), why});
+  }
+  if (ec) problems.push_back({dir.string(), "cannot read folder: " + ec.message()});
+}
+
+}  // namespace
+
+std::vector<std::string> collect_corpus_files(const std::vector<std::string>& paths,
+                                              std::vector<CorpusProblem>* problems, bool refuse_empty_folders) {
   std::vector<std::string> files;
+  std::vector<CorpusProblem> found;
   for (const auto& p : paths) {
-    if (fs::is_regular_file(p)) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(p, ec);
+    if (fs::is_regular_file(status)) {
       files.push_back(p);
-    } else if (fs::is_directory(p)) {
-      for (const auto& entry : fs::recursive_directory_iterator(p))
-        if (entry.is_regular_file() && entry.path().extension() == ".json")
-          files.push_back(entry.path().string());
-    } else {
+    } else if (fs::is_directory(status)) {
+      const size_t before = files.size(), problems_before = found.size();
+      walk_corpus_folder(p, 0, files, found);
+      if (refuse_empty_folders && files.size() == before && found.size() == problems_before)
+        throw InputError("no corpus files found in " + p + " (expected *.json files in it or below it)");
+    } else if (status.type() == fs::file_type::not_found) {
       throw InputError(p + ": no such file or folder");
+    } else {
+      found.push_back({p, ec ? "cannot read: " + ec.message() : "not a regular file"});
     }
   }
+  if (!problems && !found.empty()) throw InputError(found.front().path + ": " + found.front().error);
+  if (problems) *problems = found;
   std::sort(files.begin(), files.end());
   return files;
+}
+
+void report_corpus_problems(const std::vector<CorpusProblem>& problems, const ReplayReport& report, ReplayTally& t) {
+  for (const auto& p : problems) {
+    ++t.files;
+    ++t.invalid;
+    report(p.path, nullptr, p.path + ": " + p.error);
+  }
 }
 
 }  // namespace sdpa

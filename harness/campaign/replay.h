@@ -59,16 +59,33 @@ struct ReplayTally {
   bool regressed() const { return regressions > 0; }
 };
 
+/// Told of each file replayed: its outcome, or null and the error (naming the file).
+using ReplayReport =
+    std::function<void(const std::string& file, const ReplayOutcome* outcome, const std::string& error)>;
+
 /// Replays each file in order and reports it to `report`: with its outcome,
-/// or with the error (naming the file) when the file is invalid.
+/// or with the error (naming the file) when the file is invalid, or too
+/// large for this process's memory.
 ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
                          const ReferenceModel& reference, const SizeLimits& limits, bool keep_graphs,
-                         const std::function<void(const std::string& file, const ReplayOutcome* outcome,
-                                                  const std::string& error)>& report,
-                         IsolatedCases* isolated = nullptr);
+                         const ReplayReport& report, IsolatedCases* isolated = nullptr);
 
-/// Every *.json under the given files and folders, sorted; throws InputError
-/// for a path that does not exist.
-std::vector<std::string> collect_corpus_files(const std::vector<std::string>& paths);
+/// A path given, or an entry under a folder given, that replay cannot read:
+/// a folder without permission, a link loop, a FIFO or device.
+struct CorpusProblem {
+  std::string path, error;
+};
+
+/// Every *.json under the given files and folders, sorted. Throws
+/// InputError for a path that does not exist, or (`refuse_empty_folders`)
+/// a folder with no *.json nor problem under it: a replay of nothing must
+/// not pass. A path or entry that cannot be read is put in `problems`, and
+/// the rest collected; with `problems` null, it throws.
+std::vector<std::string> collect_corpus_files(const std::vector<std::string>& paths,
+                                              std::vector<CorpusProblem>* problems = nullptr,
+                                              bool refuse_empty_folders = true);
+
+/// Reports each problem as an invalid file ("PATH: why"), counted in `t`.
+void report_corpus_problems(const std::vector<CorpusProblem>& problems, const ReplayReport& report, ReplayTally& t);
 
 }  // namespace sdpa

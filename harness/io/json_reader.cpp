@@ -146,8 +146,11 @@ std::string read_bounded(const std::string& path) {
   const std::string too_large =
       path + ": larger than the limit of " + std::to_string(kMaxJsonFileBytes >> 20) + " MiB for a JSON file";
   std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) > kMaxJsonFileBytes &&
-      !ec)
+  const auto status = std::filesystem::status(path, ec);
+  // A FIFO would block the open, a device never end: only regular files are read.
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw InputError(path + ": not a regular file");
+  if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) > kMaxJsonFileBytes && !ec)
     throw InputError(too_large);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open file");
