@@ -100,6 +100,28 @@ check invalid-never-could-not-complete 0 "" never_could_not_complete
 check changed-kernel-set 1 "finding changed: kernel_set: recorded 'libtorch', observed 'portable'" "$BIN" replay "$DATA/changed_kernel_set.json"
 check changed-status 1 "CHANGED  " "$BIN" replay "$DATA/changed_kernel_set.json"
 check size-limit-option 2 "elements, the limit is 10" "$BIN" replay --max-elements 10 "$DATA/valid_gqa_dynamic.json"
+# Sizes past the limit are named by their field and value; a mask's param is
+# bounded before the mask builder casts it.
+edited() {  # edited NAME PYTHON: the valid file with its case (c) edited, as $TMP/NAME.json
+  python3 - "$DATA/valid_gqa_dynamic.json" "$TMP/$1.json" "$2" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1])); c = e["case"]
+exec(sys.argv[3])
+json.dump(e, open(sys.argv[2], "w"))
+PY
+}
+edited kv_len_huge 'c.update(kv_len=10**12, symbols={}, runtime=[])'
+check size-names-kv-len 2 "case.kv_len: 1000000000000 exceeds the size limit 65536" "$BIN" replay "$TMP/kv_len_huge.json"
+edited start_pos_huge 'c.update(start_pos=10**12)'
+check size-names-start-pos 2 "case.start_pos: at runtime[0] 1000000000000 exceeds the size limit 65536" "$BIN" replay "$TMP/start_pos_huge.json"
+edited kv_len_expr 'c.update(kv_len="s0*s0*s0 + 1"); c["symbols"]["s0"]["max"] = 65536; c["runtime"][1]["s0"] = 65536'
+check size-names-expression 2 "case.kv_len: at runtime[1] 281474976710657 exceeds the size limit 65536" "$BIN" replay "$TMP/kv_len_expr.json"
+edited batch_wide 'c.update(batch=[100])'
+check max-dim-batch 2 "case.batch[0]: at runtime[0] 100 exceeds the size limit 80" "$BIN" replay --max-dim 80 "$TMP/batch_wide.json"
+edited window_huge 'c.update(mask={"dtype": "bool", "shape": [3, "s0"], "pattern": "window", "param": 1e300, "fill": "-inf"})'
+check mask-window-param 2 "case.mask.param: the window width must be an integer in [1, 65536]" "$BIN" replay "$TMP/window_huge.json"
+edited padding_huge 'c.update(mask={"dtype": "bool", "shape": [3, "s0"], "pattern": "padding", "param": 1e300, "fill": "-inf"})'
+check mask-padding-param 2 "case.mask.param: the number of kept keys must be an integer in [0, 65536]" "$BIN" replay "$TMP/padding_huge.json"
 # An entry replay cannot read is one INVALID line naming it; the rest still run.
 mkdir -p "$TMP/loop" && cp "$DATA/valid_gqa_dynamic.json" "$TMP/loop/" && ln -s loop.json "$TMP/loop/loop.json"
 check replay-link-loop 2 "INVALID  $TMP/loop/loop.json: cannot read: Too many levels of symbolic links" "$BIN" replay "$TMP/loop"

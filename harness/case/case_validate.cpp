@@ -164,10 +164,11 @@ class Validator {
     } else if (m.block_rows != 0 || m.block_keys != 0) {
       fail("mask.block_rows", "only a block-sparse mask has blocks");
     }
-    if (m.pattern == MaskPattern::window && !(m.param >= 1.0 && m.param == std::floor(m.param)))
-      fail("mask.param", "the window width must be an integer >= 1");
-    if (m.pattern == MaskPattern::padding && !(m.param >= 0.0 && m.param == std::floor(m.param)))
-      fail("mask.param", "the number of kept keys must be an integer >= 0");
+    // Bounded by the size limit before the mask builder casts them to int64.
+    if (m.pattern == MaskPattern::window && !(whole && m.param >= 1.0))
+      fail("mask.param", "the window width must be an integer in [1, " + std::to_string(limits_.max_dim) + "]");
+    if (m.pattern == MaskPattern::padding && !whole)
+      fail("mask.param", "the number of kept keys must be an integer in [0, " + std::to_string(limits_.max_dim) + "]");
   }
 
   static int64_t product(const std::vector<int64_t>& s) {
@@ -225,9 +226,15 @@ class Validator {
     if (s.Lq < 0) fail("q_len", at + "must be >= 0, got " + std::to_string(s.Lq));
     if (s.Lkv < 0) fail("kv_len", at + "must be >= 0, got " + std::to_string(s.Lkv));
     if (s.start_pos < 0) fail("start_pos", at + "must be >= 0");
-    for (int64_t d : {s.Lq, s.Lkv, s.start_pos})
+    // Each size named with its field and value, as the static fields are.
+    auto check_dim = [&](int64_t d, const std::string& field) {
       if (d > limits_.max_dim)
-        fail("runtime", at + "a size exceeds the limit " + std::to_string(limits_.max_dim));
+        fail(field, at + std::to_string(d) + " exceeds the size limit " + std::to_string(limits_.max_dim));
+    };
+    for (size_t i = 0; i < s.batch.size(); ++i) check_dim(s.batch[i], "batch[" + std::to_string(i) + "]");
+    check_dim(s.Lq, "q_len");
+    check_dim(s.Lkv, "kv_len");
+    check_dim(s.start_pos, "start_pos");
     check_elements(eval_shape(query_shape(c_), a), "q_len", at + "the query ");
     check_elements(eval_shape(key_shape(c_), a), "kv_len", at + "the key ");
     check_elements(eval_shape(value_shape(c_), a), "kv_len", at + "the value ");
