@@ -228,5 +228,31 @@ check gate-against 0 "Gate passed" $GATE --head guard=contract --against "$TMP/d
 check gate-against-regress 1 "newly unsound" $GATE --head guard=upstream --against "$TMP/decisions.json" --out "$TMP/g6"
 check gate-bad-file 2 "not valid JSON" $GATE --head guard=contract --against "$DATA/invalid/not_json.json"
 check gate-duplicate-key 2 "duplicate_key.json: case.dtype: duplicate key" $GATE --head guard=contract --against "$DATA/invalid/duplicate_key.json"
+# A decisions file that compares nothing, or records what no gate writes, is refused by file and field.
+decisions_edited() {  # decisions_edited NAME PYTHON: $TMP/decisions.json with its object (d) edited, as $TMP/NAME.json
+  python3 - "$TMP/decisions.json" "$TMP/$1.json" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+}
+decisions_edited dec_empty 'd["decisions"] = []'
+check gate-no-decisions 2 "$TMP/dec_empty.json: decisions: expected at least one decision" $GATE --head guard=contract --against "$TMP/dec_empty.json" --out "$TMP/g-gate-no-decisions"
+decisions_edited dec_verdict 'd["decisions"][0]["verdict"] = "fine"'
+check gate-decision-verdict 2 "$TMP/dec_verdict.json: decisions[0].verdict: \"fine\" is not a verdict name" $GATE --head guard=contract --against "$TMP/dec_verdict.json" --out "$TMP/g-gate-decision-verdict"
+decisions_edited dec_rule 'd["decisions"][0]["rule"] = ""'
+check gate-decision-rule 2 "$TMP/dec_rule.json: decisions[0].rule: expected the deciding rule" $GATE --head guard=contract --against "$TMP/dec_rule.json" --out "$TMP/g-gate-decision-rule"
+decisions_edited dec_index 'd["decisions"][0]["index"] = -4'
+check gate-decision-index 2 "$TMP/dec_index.json: decisions[0].index: expected a sample index >= 0, got -4" $GATE --head guard=contract --against "$TMP/dec_index.json" --out "$TMP/g-gate-decision-index"
+decisions_edited dec_option 'd["options"]["guard"] = "loose"'
+check gate-decision-option 2 "$TMP/dec_option.json: options: " $GATE --head guard=contract --against "$TMP/dec_option.json" --out "$TMP/g-gate-decision-option"
+check gate-base-and-against 2 "--base and --against: give one" $GATE --head guard=contract --base guard=upstream --against "$TMP/decisions.json" --out "$TMP/g-gate-base-and-against"
+# Paths it cannot write are refused before the work.
+check gate-out-unwritable 2 "--out /proc/none: cannot create folder" timeout 20 $GATE --head guard=contract --base guard=contract --out /proc/none
+check gate-record-unwritable 2 "--record /proc/none/d.json: cannot create folder /proc/none" timeout 20 $GATE --head guard=contract --base guard=contract --record /proc/none/d.json --out "$TMP/g8"
+check gate-record-folder 2 "--record $TMP: is a folder" timeout 20 $GATE --head guard=contract --base guard=contract --record "$TMP" --out "$TMP/g8"
+# An invalid corpus file is exit 2, as the help says.
+check gate-invalid-corpus 2 "corpus file(s) invalid" "$BIN" gate --target llm --cases 5 --smoke 0 --corpus "$DATA/invalid" --base guard=contract --head guard=contract --out "$TMP/g9"
 
 [ "$failures" = 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

@@ -83,8 +83,30 @@ void write_cases(const GateArgs& a, const Options& head, GateReport& r) {
     r.verdict_changed_file = write_case(a, head, *s, "unsound in both another verdict");
 }
 
+// The paths the gate writes, checked before the sample is decided: a path
+// that cannot be written fails now, not after all the work.
+void prepare_output_paths(const GateArgs& a) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  if (ec || !fs::is_directory(a.out))
+    throw InputError("--out " + a.out + ": cannot create folder" + (ec ? ": " + ec.message() : ""));
+  if (a.record.empty()) return;
+  if (fs::is_directory(a.record))
+    throw InputError("--record " + a.record + ": is a folder; expected the path of the decisions file");
+  const fs::path parent = fs::path(a.record).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec || (!parent.empty() && !fs::is_directory(parent)))
+    throw InputError("--record " + a.record + ": cannot create folder " + parent.string() +
+                     (ec ? ": " + ec.message() : ""));
+}
+
 int run_gate(const GateArgs& a, Wiring& w) {
   if (!w.registry.find(a.target)) w.registry.make(a.target, {});  // names the known targets
+  if (!a.against.empty() && !a.base.empty())
+    throw InputError("--base and --against: give one (the head policy is compared with a base policy, or with "
+                     "a decisions file)");
+  prepare_output_paths(a);
   Options head_given = parse_kv(a.head, "--head");
   auto head = w.registry.make(a.target, head_given);
   CaseGeneratorFactory gen = w.generators("default");
@@ -100,6 +122,11 @@ int run_gate(const GateArgs& a, Wiring& w) {
     base_d = read_decisions_file(a.against);
     if (base_d.target != a.target)
       throw InputError(a.against + ": target: the file records target " + base_d.target + ", not " + a.target);
+    try {
+      w.registry.make(base_d.target, base_d.options);  // an option or value the target does not have
+    } catch (const InputError& e) {
+      throw InputError(a.against + ": options: " + e.what());
+    }
     r.base_label = "decisions file " + a.against + " (" + label(base_d.options) + ")";
     r.seed = base_d.seed;
     head_d = record_decisions_on(*head, *w.reference, base_d, isolated.get());
@@ -125,6 +152,7 @@ int run_gate(const GateArgs& a, Wiring& w) {
   write_file_atomically((std::filesystem::path(a.out) / "gate.md").string(), md);
   write_file_atomically((std::filesystem::path(a.out) / "gate.json").string(), gate_json(r).dump(2) + "\n");
   std::cout << md;
+  if (r.corpus_invalid > 0) return kBadInput;  // as replay: an invalid file is exit 2
   return r.failures().empty() ? kOk : kFindings;
 }
 

@@ -149,11 +149,14 @@ DecisionsFile decisions_from_json(const nlohmann::json& j, const std::string& so
     d.max_size = static_cast<int>(max_size);
     const auto& list = o.require("decisions");
     if (!list.is_array()) o.fail("decisions", "expected a list, got " + json_kind(list));
+    // An empty sample would compare nothing and pass the gate.
+    if (list.empty()) o.fail("decisions", "expected at least one decision, got an empty list");
     for (size_t i = 0; i < list.size(); ++i) {
       std::string path = "decisions[" + std::to_string(i) + "]";
       JsonObject x(list[i], path);
       GateDecision g;
       g.index = x.integer("index");
+      if (g.index < 0) x.fail("index", "expected a sample index >= 0, got " + std::to_string(g.index));
       g.c = case_from_json(x.require("case"), path + ".case");
       validate_case(g.c, {}, path + ".case");
       // pass and node: optional, so files written before they existed still read.
@@ -161,10 +164,12 @@ DecisionsFile decisions_from_json(const nlohmann::json& j, const std::string& so
       if (x.find("node")) g.node = x.str("node");
       g.rewrite = x.boolean("rewrite");
       g.rule = x.str("rule");
+      if (g.rule.empty()) x.fail("rule", "expected the deciding rule, \"accept\" or \"no-decision\", got \"\"");
       g.sound = x.boolean("sound");
       // Optional: written only where the proof refuted the rewrite.
       if (x.find("refuted_at")) g.refuted_at = x.str("refuted_at");
       g.verdict = x.str("verdict");
+      if (!parse_verdict(g.verdict)) x.fail("verdict", "\"" + g.verdict + "\" is not a verdict name");
       x.reject_unknown();
       d.decisions.push_back(std::move(g));
     }
