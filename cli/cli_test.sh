@@ -56,7 +56,7 @@ check jobs-in-process 2 "--jobs 2: cases run side by side only in worker process
 check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
 check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose
 check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard
-check rss-limit-in-range 2 "--rss-limit-mb: Value 9223372036854775807 not in range 0 to 1073741824" \
+check rss-limit-in-range 2 "--rss-limit-mb: expected an integer in [0, 1073741824], got '9223372036854775807'" \
   "$BIN" fuzz --cases 5 --rss-limit-mb 9223372036854775807
 check scoped-option 0 "run summary" "$BIN" fuzz --cases 20 --option llm.guard=upstream --no-corpus --run-dir "$TMP/s"
 check scoped-option-unknown 2 "option 'mutant' is not an option of target llm" "$BIN" fuzz --cases 5 --option llm.mutant=drop-scale
@@ -70,6 +70,16 @@ check gtest-shard 0 '"shard_source": "GTEST_SHARD_INDEX"' env GTEST_SHARD_INDEX=
 check merge-help 0 "--allow-incomplete" "$BIN" merge --help
 check merge-needs-out 2 "--out is required" "$BIN" merge "$TMP/g"
 check bad-cases 2 "--cases" "$BIN" fuzz --cases -3
+# Numbers are read whole, never clamped or wrapped into another campaign.
+check seed-negative 2 "--seed: expected an integer in [0, 2^64), got '-1'" "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/num" --seed -1
+check seed-float 2 "--seed: expected an integer in [0, 2^64), got '1e23'" "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/num" --seed 1e23
+check seed-past-2-64 2 "--seed: expected an integer in [0, 2^64), got '18446744073709551616'" "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/num" --seed 18446744073709551616
+check cases-past-int64 2 "--cases: expected an integer >= 1, got '99999999999999999999'" timeout 20 "$BIN" fuzz --cases 99999999999999999999 --no-corpus --run-dir "$TMP/num"
+check cases-zero 2 "--cases: expected an integer >= 1, got '0'" "$BIN" fuzz --cases 0 --no-corpus --run-dir "$TMP/num"
+check time-nan 2 "--time: expected a number of seconds >= 0, got 'nan'" "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/num" --time nan
+check case-timeout-nan 2 "--case-timeout: expected a number of seconds >= 0, got 'nan'" "$BIN" fuzz --cases 5 --no-corpus --run-dir "$TMP/num" --case-timeout nan
+check gate-seed-negative 2 "--seed: expected an integer in [0, 2^64), got '-1'" "$BIN" gate --target llm --head guard=contract --seed -1 --smoke 0 --cases 5 --corpus "$TMP/no-corpus" --out "$TMP/gseed"
+check unknown-command 2 "unknown command 'bogus': expected one of fuzz, replay" "$BIN" bogus
 check unwritable-run-dir 2 "--run-dir: cannot create folder" "$BIN" fuzz --cases 5 --run-dir /proc/none --no-corpus
 check missing-path 2 "no such file or folder" "$BIN" replay "$TMP/none.json"
 check valid-entry 0 "ok  " "$BIN" replay "$DATA/valid_gqa_dynamic.json"

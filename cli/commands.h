@@ -19,6 +19,14 @@ enum ExitCode {
 /// The format of RUN_DIR/checkpoint.json (fuzz writes it, merge reads it).
 inline constexpr const char* kCheckpointFormat = "sdpacheck.checkpoint.v1";
 
+/// Checks on an option's text (cli/number_options.cpp), each message saying
+/// what the option takes ("--cases: expected an integer >= 1, got '0'"):
+/// an integer in [lo, hi] (hi INT64_MAX: no upper bound); a seed, an
+/// integer in [0, 2^64); a finite number of seconds >= 0.
+CLI::Validator integer_in(int64_t lo, int64_t hi = INT64_MAX);
+CLI::Validator seed_integer();
+CLI::Validator seconds();
+
 /// Where cases run (cli/isolation.cpp).
 struct IsolationArgs {
   bool in_process = false;

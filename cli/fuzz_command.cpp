@@ -350,10 +350,10 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   auto* args = new FuzzArgs();  // lives as long as the process
   CLI::App* cmd = app.add_subcommand("fuzz", "run a fuzzing campaign on one or more targets");
   cmd->add_option("--target", args->targets, "target to fuzz (repeatable; default: every target)");
-  cmd->add_option("--cases", args->cases, "cases per target (global iteration count)")->check(CLI::PositiveNumber);
-  cmd->add_option("--time", args->time, "stop each target after this many seconds (0: no limit)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", args->seed, "campaign seed");
-  cmd->add_option("--max-size", args->max_size, "largest RapidCheck size (0..100 scales case sizes)")->check(CLI::Range(0, 1000));
+  cmd->add_option("--cases", args->cases, "cases per target (global iteration count)")->check(integer_in(1));
+  cmd->add_option("--time", args->time, "stop each target after this many seconds (0: no limit)")->check(seconds());
+  cmd->add_option("--seed", args->seed, "campaign seed")->check(seed_integer());
+  cmd->add_option("--max-size", args->max_size, "largest RapidCheck size (0..100 scales case sizes)")->check(integer_in(0, 1000));
   cmd->add_option("--option", args->options,
                   "target option key=value (every selected target with that key) or "
                   "target.key=value, e.g. llm.guard=upstream (repeatable)");
@@ -366,22 +366,22 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_option("--shards", args->shards,
                   "the shard count for JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's completions; "
                   "or set SDPACHECK_SHARDS)")
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, INT32_MAX));
   cmd->add_option("--policy", args->policy, "generation policy: default or large");
   cmd->add_flag("--no-timing", args->no_timing, "leave timing out of run.json (byte-identical reruns)");
   cmd->add_flag("--identity", args->identity, "identity self-check: run every target with its passes off");
   cmd->add_flag("--record-warnings", args->record_warnings, "also shrink and write missed-rewrite warnings");
-  cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--stop-after", args->stop_after, "stop a target after this many distinct findings (0: never)")->check(integer_in(0));
   cmd->add_option("--oracle-sample", args->oracle_sample,
                   "one case in N, and every case with a finding, non-finite data or golden, or a fully masked "
                   "row, is cross-checked by the LibTorch oracle and judged against the entry graph's exact run; "
                   "the others against the golden (1: every case)")
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1));
   add_isolation_options(cmd, args->isolation);
   cmd->add_option("--jobs", args->jobs,
                   "worker processes checking cases side by side (default: one per core); the run's "
                   "counts, findings and files are the same for any number")
-      ->check(CLI::Range(1, 1024));
+      ->check(integer_in(1, 1024));
   cmd->add_option("--resume", args->resume,
                   "continue the interrupted campaign of this run folder from its checkpoint.json, with the "
                   "settings it was started with (other options are ignored)")

@@ -171,12 +171,12 @@ void add_gate_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_option("--head", a->head, "head policy options key=value (repeatable), e.g. guard=contract");
   cmd->add_option("--against", a->against, "a decisions file to compare the head policy against (instead of --base)");
   cmd->add_option("--record", a->record, "write the head policy's decisions file here");
-  cmd->add_option("--cases", a->cases, "sample size")->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", a->seed, "sample seed");
-  cmd->add_option("--max-size", a->max_size, "largest RapidCheck size")->check(CLI::Range(0, 1000));
+  cmd->add_option("--cases", a->cases, "sample size")->check(integer_in(1));
+  cmd->add_option("--seed", a->seed, "sample seed")->check(seed_integer());
+  cmd->add_option("--max-size", a->max_size, "largest RapidCheck size")->check(integer_in(0, 1000));
   cmd->add_flag("--allow-missed", a->allow_missed, "newly missed rewrites do not fail the gate");
   cmd->add_option("--corpus", a->corpus, "corpus folder to replay (skipped when it does not exist)");
-  cmd->add_option("--smoke", a->smoke, "fixed-seed smoke campaign size for the head policy")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--smoke", a->smoke, "fixed-seed smoke campaign size for the head policy")->check(integer_in(0));
   cmd->add_option("--out", a->out, "folder for gate.md, gate.json and the case each class shows");
   cmd->callback([a, &w, &exit_code] { exit_code = run_gate(*a, w); });
 }

@@ -10,10 +10,10 @@ void add_isolation_options(CLI::App* cmd, IsolationArgs& a) {
   cmd->add_flag("--in-process", a.in_process,
                 "run cases in this process, not in a worker: a crash or hang in a kernel ends the command");
   cmd->add_option("--case-timeout", a.case_timeout, "seconds one case may run before it is a timeout (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds());
   cmd->add_option("--rss-limit-mb", a.rss_limit_mb,
                   "the worker's resident memory, in MiB, past which a case is oom (0: no limit)")
-      ->check(CLI::Range(int64_t{0}, kMaxRssLimitMb));
+      ->check(integer_in(0, kMaxRssLimitMb));
 }
 
 std::unique_ptr<IsolatedCases> make_isolated_cases(const Wiring& w, const IsolationArgs& a) {

@@ -4,6 +4,22 @@
 #include "cli/commands.h"
 #include "harness/io/json_reader.h"
 
+namespace {
+
+// The first argument, when it is not an option, must name a command: CLI11
+// would say only "A subcommand is required".
+void refuse_unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return;
+  std::string names;
+  for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (cmd->get_name() == argv[1]) return;
+    names += (names.empty() ? "" : ", ") + cmd->get_name();
+  }
+  throw sdpa::InputError(std::string("unknown command '") + argv[1] + "': expected one of " + names);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace sdpa::cli;
   CLI::App app{"sdpacheck: differential testing and verification of SDPA rewrites"};
@@ -18,6 +34,7 @@ int main(int argc, char** argv) {
   add_repro_command(app, w, exit_code);
   add_merge_command(app, w, exit_code);
   try {
+    refuse_unknown_command(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);

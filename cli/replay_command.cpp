@@ -68,8 +68,8 @@ void add_replay_command(CLI::App& app, Wiring& w, int& exit_code) {
       "3: a recorded failure now passes (update its `expect`).");
   cmd->add_option("paths", args->paths, "corpus files or folders (searched for *.json)")->required();
   cmd->add_flag("-v,--verbose", args->verbose, "print every finding and the graphs before and after the passes");
-  cmd->add_option("--max-elements", args->max_elements, "refuse cases with a tensor larger than this")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-dim", args->max_dim, "refuse cases with a size larger than this")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-elements", args->max_elements, "refuse cases with a tensor larger than this")->check(integer_in(1));
+  cmd->add_option("--max-dim", args->max_dim, "refuse cases with a size larger than this")->check(integer_in(1));
   add_isolation_options(cmd, args->isolation);
   cmd->callback([args, &w, &exit_code] { exit_code = run_replay(*args, w); });
 }
