@@ -221,6 +221,12 @@ check explain-duplicate-key 2 "case.dtype: duplicate key" "$BIN" explain "$DATA/
 check explain-size-overflow 2 "overflows int64 at s0=65536" "$BIN" explain "$DATA/invalid/size_expression_overflow.json"
 check repro-unknown-option 2 "option 'gaurd' is not an option of target aten" "$BIN" repro --gtest "$DATA/invalid/unknown_option.json"
 check repro-deep-nesting 2 "nested deeper than 64 levels" "$BIN" repro --pytorch "$DATA/invalid/deep_nesting.json"
+# A newline in the file's name stays inside the draft's comments.
+NL_FILE="$TMP/names/x
+y.json"
+mkdir -p "$TMP/names" && cp "$DATA/valid_gqa_dynamic.json" "$NL_FILE"
+no_code_from_name() { "$BIN" repro --gtest "$NL_FILE" | grep -v '^//' | grep -q '^y\.json' && return 1; "$BIN" repro --gtest "$NL_FILE"; }
+check repro-gtest-newline-in-name 0 '// The corpus entry x\ny.json.' no_code_from_name
 
 # gate: upstream -> contract misses some rewrites (fails unless allowed);
 # contract -> upstream is newly unsound; a kept decisions file gates itself.

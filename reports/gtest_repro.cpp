@@ -11,6 +11,21 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// `text` fit for one `//` comment line: a control character (a newline in
+// a file name would end the comment and leave the rest as code) written as
+// its C escape; every other byte as it is.
+std::string comment_text(const std::string& text) {
+  std::string out;
+  for (unsigned char ch : text) {
+    if (ch == '\n') out += "\\n";
+    else if (ch == '\r') out += "\\r";
+    else if (ch == '\t') out += "\\t";
+    else if (ch < 0x20 || ch == 0x7f) out += "\\x" + std::string(1, "0123456789abcdef"[ch >> 4]) + "0123456789abcdef"[ch & 15];
+    else out += static_cast<char>(ch);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string gtest_name_for(const std::string& source) {
@@ -34,7 +49,7 @@ std::string gtest_name_for(const std::string& source) {
 std::string gtest_repro_source(const CorpusEntry& e, const std::string& source) {
   const std::string file = base_name(source);
   std::ostringstream o;
-  o << "// Regression test drafted by `sdpacheck repro " << source << " --gtest` (sdpacheck " << kVersion
+  o << "// Regression test drafted by `sdpacheck repro " << comment_text(source) << " --gtest` (sdpacheck " << kVersion
     << ").\n"
     << "// Case: " << case_summary(e.c) << "\n"
     << "// Target " << e.target << ", expected verdict " << e.expect << ".\n"
@@ -45,7 +60,7 @@ std::string gtest_repro_source(const CorpusEntry& e, const std::string& source) 
     << "#include \"harness/campaign/replay.h\"\n"
     << "#include \"oracles/dual_oracle.h\"\n\n"
     << "namespace {\n\n"
-    << "// The corpus entry " << file << ". (JSON has no ')' outside strings and\n"
+    << "// The corpus entry " << comment_text(file) << ". (JSON has no ')' outside strings and\n"
     << "// escapes every '\"' inside them: the raw string's end cannot occur in it.)\n"
     << "constexpr const char* kEntry = R\"sdpacheck_entry(\n"
     << corpus_to_json(e).dump(2) << "\n)sdpacheck_entry\";\n\n"
