@@ -171,8 +171,8 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
 // clamped, up to the float rounding of 1.0f / S and of the product (either
 // side of a tie passes: the scalar path rounds the float product, Helium the
 // exact one). Not held: a non-finite or subnormal x, a reciprocal that is
-// not a normal float, or |x / S| >= 2^15, where Helium's lanes flush or wrap
-// as the device does.
+// not a normal float, or |zp + x / S| from 2^15 - 1/2 on, where Helium's
+// lanes flush, or keep the low 16 bits of zp + round(x / S), as the device does.
 std::optional<std::string> quantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor& x = arg_value(g, run, n, 0);
   const long double s = static_cast<float>(std::get<double>(n.args.at(1)));
@@ -183,7 +183,7 @@ std::optional<std::string> quantize_stage(const Graph& g, const Execution& run, 
   for (int64_t i = 0; i < x.numel(); ++i) {
     const float xf = static_cast<float>(x.data[i]);
     const long double v = xf / s;
-    if (!std::isfinite(xf) || (xf != 0 && !std::isnormal(xf)) || std::fabs(v) >= 32768) continue;
+    if (!std::isfinite(xf) || (xf != 0 && !std::isnormal(xf)) || std::fabs(zp + v) >= 32767.5L) continue;
     const long double tol = std::fabs(v) * 0x1p-21L + 0x1p-30L;
     const int64_t lo = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(zp + v - 0.5L - tol)), qmin, qmax);
     const int64_t hi = std::clamp<int64_t>(static_cast<int64_t>(std::floor(zp + v + 0.5L + tol)), qmin, qmax);

@@ -11,6 +11,7 @@
 
 #include "backends/common/sdpa_entry.h"
 #include "backends/cortex_m/calibration.h"
+#include "backends/cortex_m/cmsis/quantize.h"
 #include "backends/cortex_m/cmsis/requantize.h"
 #include "backends/cortex_m/cmsis_kernels.h"
 #include "backends/cortex_m/cortex_m_ops.h"
@@ -153,6 +154,32 @@ TEST(StageReference, QuantizeAndDequantizeStagesHoldTheirFormulas) {
   const auto dq_breach = first_stage_out_of_bound(g, off);
   ASSERT_TRUE(dq_breach.has_value());
   EXPECT_NE(dq_breach->find("stage %dq "), std::string::npos) << *dq_breach;
+}
+
+// Helium keeps the low 16 bits of zp + round(x / S): from 2^15 - 1/2 on the
+// device wraps where the scalar path clamps, and the stage does not hold it.
+TEST(StageReference, TheQuantizeStageTakesHeliumsBlocksAsTheDeviceComputesThem) {
+  const double scale = 1.0;
+  const int64_t zp = 100;
+  std::vector<float> xs(16);
+  for (int i = 0; i < 16; ++i) xs[i] = static_cast<float>(i * 2047.5 - 16000.0);
+  xs[3] = 32700.0f;  // 32800 past zp: Helium's low 16 bits wrap it to -128
+  const SymShape s{SymExpr(16)};
+  Graph g;
+  ValueRef xr = g.placeholder("x", {DType::f32, s});
+  g.outputs = {g.call(kQuantizeOp, {xr, scale, zp, int64_t{-128}, int64_t{127}, DType::i8}, {},
+                      {{DType::i8, s, QParams{}}}, "q")};
+  Tensor x(DType::f32, {16});
+  x.data.assign(xs.begin(), xs.end());
+  for (cmsis::Isa isa : {cmsis::Isa::scalar, cmsis::Isa::helium}) {
+    const std::vector<int8_t> q = cmsis::quantize_per_tensor(xs, scale, static_cast<int32_t>(zp), -128, 127, isa);
+    Tensor out(DType::i8, {16});
+    out.data.assign(q.begin(), q.end());
+    Execution run;
+    run.values = {{x}, {out}};
+    EXPECT_EQ(first_stage_out_of_bound(g, run), std::nullopt) << (isa == cmsis::Isa::helium ? "helium" : "scalar");
+  }
+  EXPECT_EQ(cmsis::quantize_per_tensor(xs, scale, static_cast<int32_t>(zp), -128, 127, cmsis::Isa::helium)[3], -128);
 }
 
 }  // namespace

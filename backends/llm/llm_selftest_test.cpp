@@ -335,6 +335,9 @@ TEST(LlmKeywordCallForm, AnExplanationDescribesTheCallThePassEmitted) {
     return fixture().registry.make("llm", o)->explains_nan(c, t, g, {0}, "custom_ops", custom_sdpa_ran()).has_value();
   };
   EXPECT_TRUE(explains({{"guard", "upstream"}}));
+  // A graph that kept aten SDPA ran no custom_sdpa: nothing it does explains the row.
+  EXPECT_FALSE(fixture().registry.make("llm", {{"guard", "upstream"}})->explains_nan(c, t, g, {0}, "custom_ops", Graph{}));
+  EXPECT_FALSE(fixture().registry.make("llm", {{"entry", "sdpa-custom"}})->explains_nan(c, t, g, {0}, "custom_ops", Graph{}));
   EXPECT_TRUE(explains({{"guard", "contract"}, {"call_form", "keyword"}}));
   EXPECT_FALSE(explains({{"guard", "upstream"}, {"call_form", "keyword"}}));
   // aten's fully masked row is the kernel's only where the kernel got the mask.

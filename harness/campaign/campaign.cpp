@@ -389,12 +389,13 @@ class TargetCampaign {
     if (!f || f->failure_key() != key) {
       // The failure did not come back on the check after shrinking (a
       // timeout or oom near its limit, a crash that depends on the
-      // process's state): the case is kept as first seen, unshrunk.
+      // process's state): the case is kept as first seen, unshrunk, with
+      // the result it had then.
       shrunk = s.value();
       steps = 0;
       final_result = first;
       f = final_result.primary();
-      notes = "did not fail again when checked after shrinking: kept as first seen, not shrunk";
+      notes = "did not fail the same way when checked after shrinking: kept as first seen, not shrunk";
     }
     std::string signature = f ? f->signature() : key;
     if (!seen_.insert(signature).second) {

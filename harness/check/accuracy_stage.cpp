@@ -43,14 +43,14 @@ const ErrorBound& CaseChecker::error_bound(size_t r, const std::string& kernel_s
 // graph that gave `out`.
 // `numerics`: the kernel set's declaration, with a baseline.
 bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_set, const Tensor* baseline,
-           const Graph* g, const KernelNumerics* numerics) {
+           const Graph& g, const KernelNumerics* numerics) {
   auto t0 = Clock::now();
   const Golden& gold = baseline ? goldens_[r] : entry_refs_[r];  // soundness: refinement of g0
   Comparison cmp;
   ErrorBound bound;
   DType dtype = c_.dtype;
   if (baseline) {
-    bound = error_bound(r, kernel_set, *numerics, g);
+    bound = error_bound(r, kernel_set, *numerics, &g);
     cmp = compare_accuracy(out, *baseline, gold, bound, dtype);
     if (cmp.shape_ok && cmp.nonfinite_rows.empty()) {
       const double step = numerics->kind == KernelNumerics::Kind::quantized ? numerics->quant.output_step : 0.0;
@@ -77,9 +77,9 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
   const bool values_bad = baseline ? cmp.ratio > 1.0 : cmp.max_abs > cmp.bound;
   if (!cmp.nonfinite_rows.empty()) {
     auto declared = target_.explains_nan(c_, tensors_[r], gold, cmp.nonfinite_rows,
-                                         kernel_set.empty() ? "exact" : kernel_set, *g);
+                                         kernel_set.empty() ? "exact" : kernel_set, g);
     Finding nf = nonfinite_finding(f, cmp, out, gold, declared);
-    if (g && baseline) nf.first_node = first_divergence(*g, r, kernel_set);
+    if (baseline) nf.first_node = first_divergence(g, r, kernel_set);
     result_.findings.push_back(nf);
     // Rows a declared divergence explains aside, the others must still be
     // within bound; when they are, the later checks go on.
@@ -95,7 +95,7 @@ bool CaseChecker::judge(const Tensor& out, size_t r, const std::string& kernel_s
              ", golden " + std::to_string(gold.out.data[cmp.worst]) +
              largest_score(gold, cmp.worst / std::max<int64_t>(1, out.shape.back()));
   if (baseline) f.bound_inputs = bound.inputs();
-  if (g && baseline) f.first_node = first_divergence(*g, r, kernel_set);
+  if (baseline) f.first_node = first_divergence(g, r, kernel_set);
   result_.findings.push_back(f);
   return false;
 }
@@ -184,7 +184,7 @@ void CaseChecker::accuracy(const Graph& g0, const Graph& g1, bool rewritten) {
         result_.findings.push_back(o.error);
         break;
       }
-      if (!judge(o.exec->outputs[0], r, ks.kernels->name(), &*baselines[r], &g1, &numerics)) break;
+      if (!judge(o.exec->outputs[0], r, ks.kernels->name(), &*baselines[r], g1, &numerics)) break;
     }
   }
   if (!claimed)

@@ -155,10 +155,10 @@ class CaseChecker {
   bool check_rewritten(const Graph& g0, const Graph& g1);
 
   // Compares one output with golden; records a finding and returns false
-  // when it fails. `baseline` null: the exact run (soundness).
-  // `numerics`: the kernel set's declaration, with a baseline.
+  // when it fails. `baseline` null: the exact run (soundness). `g`: the
+  // graph that gave `out`. `numerics`: the kernel set's declaration, with a baseline.
   bool judge(const Tensor& out, size_t r, const std::string& kernel_set, const Tensor* baseline,
-             const Graph* g, const KernelNumerics* numerics = nullptr);
+             const Graph& g, const KernelNumerics* numerics = nullptr);
   Finding nonfinite_finding(Finding f, const Comparison& cmp, const Tensor& out, const Golden& gold,
                             const std::optional<std::string>& declared) const;
 

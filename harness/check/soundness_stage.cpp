@@ -178,7 +178,7 @@ bool CaseChecker::check_rewritten(const Graph& g0, const Graph& g1) {
       result_.findings.push_back(o.error);
       return false;
     }
-    if (!judge(o.exec->outputs[0], r, "", nullptr, &g1)) {
+    if (!judge(o.exec->outputs[0], r, "", nullptr, g1)) {
       Finding& f = result_.findings.back();
       bool shared_agree = false;
       f.first_node = diverging_node(g0, g1, r, shared_agree);

@@ -41,8 +41,8 @@ inline constexpr int32_t kSoftmaxAccumBits = 12;
 /// d·2^shift and take a final shift of 32 or more as 0 (the output -128), so
 /// only the row's scalar tail is refused for those, and an empty row is not.
 /// How the last step divides by 2^bits_over_unit: DIV_POW2 (upstream), or a
-/// plain arithmetic shift, a 1 LSB slip on about one output in six (the
-/// self-test mutant softmax-truncating-shift).
+/// plain arithmetic shift, 1 LSB low on about half the outputs above -128
+/// (the self-test mutant softmax-truncating-shift).
 enum class FinalShift { divide_by_power_of_two, truncating };
 
 std::vector<int8_t> arm_softmax_s8(const std::vector<int8_t>& input, int64_t num_rows, int64_t row_size,
