@@ -56,6 +56,11 @@ check jobs-in-process 2 "--jobs 2: cases run side by side only in worker process
 check unknown-option 2 "option 'bogus' is not an option of target aten" "$BIN" fuzz --cases 5 --option bogus=1
 check bad-option-value 2 "expected one of upstream" "$BIN" fuzz --cases 5 --option guard=loose
 check option-without-value 2 "expected key=value" "$BIN" fuzz --cases 5 --option guard
+check target-twice 2 "--target llm: given twice" "$BIN" fuzz --cases 5 --target llm --target llm --no-corpus --run-dir "$TMP/twice"
+check option-two-values 2 "--option guard: given twice, as upstream and as contract" \
+  "$BIN" fuzz --cases 5 --target llm --option guard=upstream --option guard=contract --no-corpus --run-dir "$TMP/twice"
+check corpus-and-no-corpus 2 "--corpus excludes --no-corpus" "$BIN" fuzz --cases 5 --corpus "$TMP/c" --no-corpus --run-dir "$TMP/twice"
+check empty-run-dir 2 "--run-dir: expected a folder, got an empty path" "$BIN" fuzz --cases 5 --no-corpus --run-dir ""
 check rss-limit-in-range 2 "--rss-limit-mb: expected an integer in [0, 1073741824], got '9223372036854775807'" \
   "$BIN" fuzz --cases 5 --rss-limit-mb 9223372036854775807
 check scoped-option 0 "run summary" "$BIN" fuzz --cases 20 --option llm.guard=upstream --no-corpus --run-dir "$TMP/s"

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <filesystem>
+#include <map>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -119,6 +120,23 @@ FuzzArgs args_from_json(const nlohmann::json& j) {
   a.isolation.case_timeout = seconds_field(o, "case_timeout");
   a.isolation.rss_limit_mb = bounded_int(o, "rss_limit_mb", 0, kMaxRssLimitMb);
   return a;
+}
+
+// A target named twice would run twice; an option key given twice with two
+// values would keep the last silently.
+void check_given_once(const FuzzArgs& a) {
+  for (size_t i = 0; i < a.targets.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (a.targets[i] == a.targets[j]) throw InputError("--target " + a.targets[i] + ": given twice");
+  std::map<std::string, std::string> seen;
+  for (const auto& kv : a.options) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;  // the option parser names the form
+    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    auto [it, fresh] = seen.emplace(key, value);
+    if (!fresh && it->second != value)
+      throw InputError("--option " + key + ": given twice, as " + it->second + " and as " + value);
+  }
 }
 
 std::string checkpoint_path(const std::string& run_dir) {
@@ -287,6 +305,7 @@ int run_fuzz(const FuzzArgs& given, Wiring& w) {
   opt.crash_dir = (std::filesystem::path(a.run_dir) / "crashes").string();
   if (isatty(STDERR_FILENO))
     opt.progress = [](const std::string& line) { std::cerr << "\r" << line << "   " << std::flush; };
+  check_given_once(a);
   std::vector<std::string> names = a.targets;
   if (names.empty())
     for (const auto* f : w.registry.all()) names.push_back(f->name());
@@ -357,9 +376,13 @@ void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_option("--option", args->options,
                   "target option key=value (every selected target with that key) or "
                   "target.key=value, e.g. llm.guard=upstream (repeatable)");
-  cmd->add_option("--corpus", args->corpus, "folder findings are written to, as <target>/<file>.json");
-  cmd->add_flag("--no-corpus", args->no_corpus, "do not write findings");
-  cmd->add_option("--run-dir", args->run_dir, "folder run.json is written to");
+  const auto folder = CLI::Validator(
+      [](std::string& s) { return s.empty() ? std::string("expected a folder, got an empty path") : std::string(); },
+      "DIR");
+  CLI::Option* corpus =
+      cmd->add_option("--corpus", args->corpus, "folder findings are written to, as <target>/<file>.json")->check(folder);
+  cmd->add_flag("--no-corpus", args->no_corpus, "do not write findings")->excludes(corpus);
+  cmd->add_option("--run-dir", args->run_dir, "folder run.json is written to")->check(folder);
   cmd->add_option("--shard", args->shard,
                   "I/N: run iterations i with i % N == I (default: from JOB_COMPLETION_INDEX, "
                   "SLURM_ARRAY_TASK_ID or GTEST_SHARD_INDEX, else 0/1)");

@@ -376,7 +376,17 @@ json merged_checkpoint(const MergeArgs& a, const RunRecord& m, json args, const 
   return j;
 }
 
+// The merged folder is written over: it must not be one of the folders read.
+void check_out_apart(const MergeArgs& a) {
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(a.out, ec);
+  for (const auto& dir : a.runs)
+    if (!ec && fs::weakly_canonical(dir, ec) == out)
+      throw InputError("--out " + a.out + ": it is run folder " + dir + ", which the merge reads; name a new folder");
+}
+
 int run_merge(MergeArgs a) {
+  check_out_apart(a);
   if (a.out_corpus.empty()) a.out_corpus = (fs::path(a.out) / "corpus").string();
   std::vector<RunFolder> folders;
   std::vector<RunRecord> records;

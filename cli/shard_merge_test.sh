@@ -116,8 +116,10 @@ refused "another seed" "seed is 7 in $TMP/s0/run and 8 in $TMP/seed8/run" bad2 "
 CAMPAIGN=(--target aten --option mutant=drop-scale --cases $CASES --seed 7 --max-size 40 --no-timing)
 fuzz_in n2 -- --shard 1/2
 refused "another shard count" "the shard count is 3 in" bad3 "$TMP/s0/run" "$TMP/n2/run"
-fuzz_in opt -- --shard 1/3 --option mutant=gqa-modulo
+CAMPAIGN=(--target aten --option mutant=gqa-modulo --cases $CASES --seed 7 --max-size 40 --no-timing)
+fuzz_in opt -- --shard 1/3
 refused "other options" "options is" bad4 "$TMP/s0/run" "$TMP/opt/run"
+CAMPAIGN=(--target aten --option mutant=drop-scale --cases $CASES --seed 7 --max-size 40 --no-timing)
 cp -r "$TMP/s1" "$TMP/s1i"
 python3 - "$TMP/s1i/run/run.json" <<'PY'
 import json, sys
@@ -131,6 +133,13 @@ else
   fail "--allow-incomplete takes it and says so"
 fi
 refused "a folder that is not a run" "run.json: cannot open file" bad6 "$TMP/s0"
+if run_in outinput "$BIN" merge "$TMP/s0/run" "$TMP/s1/run" --out "$TMP/s1/run" && true; then
+  fail "--out naming an input folder: merge succeeded"
+elif grep -qF "which the merge reads" "$TMP/outinput.log" && [ -f "$TMP/s1/run/run.json" ]; then
+  ok "--out naming an input folder is refused, the folder untouched"
+else
+  fail "--out naming an input folder is refused, the folder untouched"; head -5 "$TMP/outinput.log"
+fi
 cp -r "$TMP/s1" "$TMP/s1deep"
 python3 - "$TMP/s1deep/run/checkpoint.json" <<'PY'
 import sys
