@@ -175,22 +175,23 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
 // lanes flush, or keep the low 16 bits of zp + round(x / S), as the device does.
 std::optional<std::string> quantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor& x = arg_value(g, run, n, 0);
-  const long double s = static_cast<float>(std::get<double>(n.args.at(1)));
+  const double s = static_cast<float>(std::get<double>(n.args.at(1)));
   const int64_t zp = std::get<int64_t>(n.args.at(2)), qmin = std::get<int64_t>(n.args.at(3)),
                 qmax = std::get<int64_t>(n.args.at(4));
   const float inv = 1.0f / static_cast<float>(s);
   if (!std::isnormal(inv)) return std::nullopt;
   for (int64_t i = 0; i < x.numel(); ++i) {
     const float xf = static_cast<float>(x.data[i]);
-    const long double v = xf / s;
-    if (!std::isfinite(xf) || (xf != 0 && !std::isnormal(xf)) || std::fabs(zp + v) >= 32767.5L) continue;
-    const long double tol = std::fabs(v) * 0x1p-21L + 0x1p-30L;
-    const int64_t lo = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(zp + v - 0.5L - tol)), qmin, qmax);
-    const int64_t hi = std::clamp<int64_t>(static_cast<int64_t>(std::floor(zp + v + 0.5L + tol)), qmin, qmax);
+    const double w = static_cast<double>(zp) + xf / s;  // in double: 2^-53 of |w| < 2^15, far below tol
+    if (!std::isfinite(xf) || (xf != 0 && !std::isnormal(xf)) || std::fabs(w) >= 32767.5) continue;
+    const double reach = 0.5 + std::fabs(w - zp) * 0x1p-21 + 0x1p-30;  // half an LSB and the float roundings
     const int64_t got = static_cast<int64_t>(out.data[i]);
-    if (got < lo || got > hi)
+    // A code within reach of w, or the bound it clamps to when w lies past it.
+    const bool ok = std::fabs(got - w) <= reach || (got == qmax && w >= qmax - reach) ||
+                    (got == qmin && w <= qmin + reach);
+    if (!ok)
       return element(n, out.shape, i, "zp + x / S rounded to nearest and clamped gives", got,
-                     std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(zp + v)), qmin, qmax));
+                     std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(w)), qmin, qmax));
   }
   return std::nullopt;
 }
