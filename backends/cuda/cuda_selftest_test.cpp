@@ -112,68 +112,60 @@ TEST(CudaGate, NoneToReplaceSortsEveryChangedDecision) {
   EXPECT_NE(case_summary(first->head.c).find("causal(bottom-right)"), std::string::npos) << case_summary(first->head.c);
 }
 
+// A guard rule switched off (option weaken) or a wrong replacement (option
+// mutant), the verdict it must be caught with, and a text its finding holds.
 struct Weakening {
   std::string rule, entry, verdict;
+  std::string option = "weaken", detail = "";
 };
 
 void PrintTo(const Weakening& w, std::ostream* os) { *os << w.rule; }
 
-class WeakenedGuard : public ::testing::TestWithParam<Weakening> {};
+std::string param_name(const ::testing::TestParamInfo<Weakening>& i) {
+  std::string n = i.param.rule;
+  for (char& ch : n) ch = ch == '-' ? '_' : ch;
+  return n;
+}
 
-TEST_P(WeakenedGuard, TheHarnessCatchesTheConsequenceAndShrinksIt) {
-  const Weakening& p = GetParam();
-  TargetRun r = fixture().campaign({{"guard", "replace"}, {"weaken", p.rule}, {"entry", p.entry}}, 2000, 1);
+// The first finding of the expected verdict in 2,000 cases, shrunk small.
+void expect_caught_and_shrunk(const Weakening& p) {
+  TargetRun r = fixture().campaign({{"guard", "replace"}, {p.option, p.rule}, {"entry", p.entry}}, 2000, 1);
   const WrittenFinding* w = nullptr;
   for (const auto& f : r.findings)
     if (!w && f.verdict == p.verdict) w = &f;
   ASSERT_NE(w, nullptr) << run_summary_text({r});
   EXPECT_LT(w->iteration, 2000);
   EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
-  std::printf("weaken %s: %s at case %lld, shrunk in %d steps to %s\n", p.rule.c_str(), p.verdict.c_str(),
-              static_cast<long long>(w->iteration), w->shrink_steps, case_summary(w->shrunk).c_str());
+  EXPECT_NE(w->finding.detail.find(p.detail), std::string::npos) << w->finding.detail;
+  std::printf("%s %s: %s at case %lld, shrunk in %d steps to %s\n", p.option.c_str(), p.rule.c_str(),
+              p.verdict.c_str(), static_cast<long long>(w->iteration), w->shrink_steps,
+              case_summary(w->shrunk).c_str());
 }
 
-// A wrong replacement (option mutant), caught and shrunk as a weakened rule
-// is: the invariant that the SDPA node carries the fused call's scale, and
+class WeakenedGuard : public ::testing::TestWithParam<Weakening> {};
+
+TEST_P(WeakenedGuard, TheHarnessCatchesTheConsequenceAndShrinksIt) { expect_caught_and_shrunk(GetParam()); }
+
+// A wrong replacement, caught and shrunk as a weakened rule is: the
+// invariant that the SDPA node carries the fused call's scale, and
 // enable_gqa unless the head counts are statically equal, names it.
 class WrongReplacement : public ::testing::TestWithParam<Weakening> {};
 
-TEST_P(WrongReplacement, TheHarnessCatchesItAndShrinksIt) {
-  const Weakening& p = GetParam();
-  TargetRun r = fixture().campaign({{"guard", "replace"}, {"mutant", p.rule}, {"entry", p.entry}}, 2000, 1);
-  const WrittenFinding* w = nullptr;
-  for (const auto& f : r.findings)
-    if (!w && f.verdict == p.verdict) w = &f;
-  ASSERT_NE(w, nullptr) << run_summary_text({r});
-  EXPECT_TRUE(small(w->shrunk)) << case_summary(w->shrunk);
-  EXPECT_NE(w->finding.detail.find(p.rule == "replace-drops-scale" ? "scale None" : "enable_gqa unset"),
-            std::string::npos)
-      << w->finding.detail;
-  std::printf("%s: %s at case %lld, shrunk in %d steps to %s\n  %s\n", p.rule.c_str(), p.verdict.c_str(),
-              static_cast<long long>(w->iteration), w->shrink_steps, case_summary(w->shrunk).c_str(),
-              w->finding.detail.substr(0, 200).c_str());
-}
+TEST_P(WrongReplacement, TheHarnessCatchesItAndShrinksIt) { expect_caught_and_shrunk(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(
     Mutants, WrongReplacement,
-    ::testing::Values(Weakening{"replace-drops-scale", "dispatch", "broken-invariant"},
-                      Weakening{"replace-drops-enable-gqa", "dispatch", "broken-invariant"}),
-    [](const ::testing::TestParamInfo<Weakening>& i) {
-      std::string n = i.param.rule;
-      for (char& ch : n) ch = ch == '-' ? '_' : ch;
-      return n;
-    });
+    ::testing::Values(Weakening{"replace-drops-scale", "dispatch", "broken-invariant", "mutant", "scale None"},
+                      Weakening{"replace-drops-enable-gqa", "dispatch", "broken-invariant", "mutant",
+                                "enable_gqa unset"}),
+    param_name);
 
 INSTANTIATE_TEST_SUITE_P(
     Rules, WeakenedGuard,
     ::testing::Values(Weakening{"outputs-used", "dispatch", "invalid-rewrite"},
                       Weakening{"causal-bias", "efficient", "invalid-rewrite"},
                       Weakening{"causal-lengths", "flash", "unsound-rewrite"}),
-    [](const ::testing::TestParamInfo<Weakening>& i) {
-      std::string n = i.param.rule;
-      for (char& ch : n) ch = ch == '-' ? '_' : ch;
-      return n;
-    });
+    param_name);
 
 }  // namespace
 }  // namespace sdpa::cuda
