@@ -276,4 +276,17 @@ check gate-record-folder 2 "--record $TMP: is a folder" timeout 20 $GATE --head 
 # An invalid corpus file is exit 2, as the help says.
 check gate-invalid-corpus 2 "corpus file(s) invalid" "$BIN" gate --target llm --cases 5 --smoke 0 --corpus "$DATA/invalid" --base guard=contract --head guard=contract --out "$TMP/g9"
 
+# A corpus file is data: one whose options name an adapter program is refused,
+# naming the option, and the program starts only with --allow-adapters.
+mkdir -p "$TMP/trust"
+sed "s|\"guard\": \"upstream\"|\"guard\": \"upstream\", \"kernels\": \"adapter:/usr/bin/touch $TMP/trust/started\"|" \
+  "$DATA/valid_gqa_dynamic.json" >"$TMP/trust/adapter.json"
+for cmd in "replay" "explain" "repro --gtest"; do
+  check "adapter-file-refused-${cmd%% *}" 2 "adapter.json: options.kernels: 'adapter:/usr/bin/touch" "$BIN" $cmd "$TMP/trust/adapter.json"
+done
+check gate-adapter-file-refused 2 "options.kernels: 'adapter:/usr/bin/touch" "$BIN" gate --target aten --cases 5 --smoke 0 --corpus "$TMP/trust" --base guard=upstream --head guard=upstream --out "$TMP/g10"
+check adapter-file-not-started 1 "" test -e "$TMP/trust/started"
+"$BIN" replay --in-process --allow-adapters "$TMP/trust/adapter.json" >/dev/null 2>&1
+check adapter-file-started-when-allowed 0 "" test -e "$TMP/trust/started"
+
 [ "$failures" = 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

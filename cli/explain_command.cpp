@@ -11,6 +11,7 @@ namespace {
 struct ExplainArgs {
   std::string file;
   IsolationArgs isolation;
+  bool allow_adapters = false;
 };
 
 }  // namespace
@@ -25,8 +26,9 @@ void add_explain_command(CLI::App& app, Wiring& w, int& exit_code) {
       "worker first: one that ends it (crash, timeout, oom) is reported as such.");
   cmd->add_option("file", args->file, "a corpus file")->required();
   add_isolation_options(cmd, args->isolation);
+  add_allow_adapters_flag(cmd, args->allow_adapters);
   cmd->callback([args, &w, &exit_code] {
-    CorpusEntry e = read_replay_entry(args->file, w.registry);
+    CorpusEntry e = read_replay_entry(args->file, w.registry, {SizeLimits{}, args->allow_adapters});
     exit_code = kOk;
     try {
       std::unique_ptr<IsolatedCases> isolated = make_isolated_cases(w, args->isolation);

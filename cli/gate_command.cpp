@@ -16,7 +16,7 @@ struct GateArgs {
   int64_t cases = 500, smoke = 200;
   uint64_t seed = 1;
   int max_size = 100;
-  bool allow_missed = false;
+  bool allow_missed = false, allow_adapters = false;
 };
 
 Options parse_kv(const std::vector<std::string>& given, const std::string& flag) {
@@ -48,7 +48,7 @@ void replay_corpus(const GateArgs& a, Wiring& w, GateReport& r, IsolatedCases* i
   };
   std::vector<CorpusProblem> problems;
   const std::vector<std::string> files = collect_corpus_files({a.corpus}, &problems, false);
-  ReplayTally t = replay_files(files, w.registry, *w.reference, {}, false, report, isolated);
+  ReplayTally t = replay_files(files, w.registry, *w.reference, {SizeLimits{}, a.allow_adapters}, false, report, isolated);
   report_corpus_problems(problems, report, t);
   r.corpus_files = t.files;
   r.corpus_regressions = t.regressions + t.fixed;
@@ -176,6 +176,7 @@ void add_gate_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_option("--max-size", a->max_size, "largest RapidCheck size")->check(integer_in(0, 1000));
   cmd->add_flag("--allow-missed", a->allow_missed, "newly missed rewrites do not fail the gate");
   cmd->add_option("--corpus", a->corpus, "corpus folder to replay (skipped when it does not exist)");
+  add_allow_adapters_flag(cmd, a->allow_adapters);
   cmd->add_option("--smoke", a->smoke, "fixed-seed smoke campaign size for the head policy")->check(integer_in(0));
   cmd->add_option("--out", a->out, "folder for gate.md, gate.json and the case each class shows");
   cmd->callback([a, &w, &exit_code] { exit_code = run_gate(*a, w); });

@@ -13,6 +13,7 @@ struct ReplayArgs {
   int64_t max_elements = SizeLimits{}.max_tensor_elements;
   int64_t max_dim = SizeLimits{}.max_dim;
   IsolationArgs isolation;
+  bool allow_adapters = false;
 };
 
 void print_finding(const Finding& f) {
@@ -25,9 +26,10 @@ void print_finding(const Finding& f) {
 }
 
 int run_replay(const ReplayArgs& a, Wiring& w) {
-  SizeLimits limits;
-  limits.max_tensor_elements = a.max_elements;
-  limits.max_dim = a.max_dim;
+  CorpusReading reading;
+  reading.limits.max_tensor_elements = a.max_elements;
+  reading.limits.max_dim = a.max_dim;
+  reading.allow_adapters = a.allow_adapters;
   auto report = [&](const std::string& file, const ReplayOutcome* o, const std::string& error) {
     if (!o) {
       std::cout << "INVALID  " << error << "\n";
@@ -48,7 +50,7 @@ int run_replay(const ReplayArgs& a, Wiring& w) {
   std::vector<CorpusProblem> problems;
   std::vector<std::string> files = collect_corpus_files(a.paths, &problems);
   std::unique_ptr<IsolatedCases> isolated = make_isolated_cases(w, a.isolation);
-  ReplayTally t = replay_files(files, w.registry, *w.reference, limits, a.verbose, report, isolated.get());
+  ReplayTally t = replay_files(files, w.registry, *w.reference, reading, a.verbose, report, isolated.get());
   report_corpus_problems(problems, report, t);
   if (t.invalid) return kBadInput;
   if (t.regressed()) return kFindings;
@@ -71,6 +73,7 @@ void add_replay_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_option("--max-elements", args->max_elements, "refuse cases with a tensor larger than this")->check(integer_in(1));
   cmd->add_option("--max-dim", args->max_dim, "refuse cases with a size larger than this")->check(integer_in(1));
   add_isolation_options(cmd, args->isolation);
+  add_allow_adapters_flag(cmd, args->allow_adapters);
   cmd->callback([args, &w, &exit_code] { exit_code = run_replay(*args, w); });
 }
 

@@ -13,7 +13,7 @@ namespace {
 
 struct ReproArgs {
   std::string path, output;
-  bool pytorch = false, gtest = false;
+  bool pytorch = false, gtest = false, allow_adapters = false;
   IsolationArgs isolation;
 };
 
@@ -33,7 +33,7 @@ std::string pytorch_script(const ReproArgs& a, const CorpusEntry& e, Wiring& w) 
 
 int run_repro(const ReproArgs& a, Wiring& w) {
   if (a.pytorch == a.gtest) throw InputError("repro: expected exactly one of --pytorch or --gtest");
-  const CorpusEntry e = read_replay_entry(a.path, w.registry);
+  const CorpusEntry e = read_replay_entry(a.path, w.registry, {SizeLimits{}, a.allow_adapters});
   const std::string text = a.pytorch ? pytorch_script(a, e, w) : gtest_repro_source(e, a.path);
   if (a.output.empty()) {
     std::cout << text;
@@ -59,6 +59,7 @@ void add_repro_command(CLI::App& app, Wiring& w, int& exit_code) {
   cmd->add_flag("--gtest", args->gtest, "write a GoogleTest .cpp that replays the entry");
   cmd->add_option("-o,--output", args->output, "write to this file instead of stdout");
   add_isolation_options(cmd, args->isolation);
+  add_allow_adapters_flag(cmd, args->allow_adapters);
   cmd->callback([args, &w, &exit_code] { exit_code = run_repro(*args, w); });
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <new>
 
+#include "harness/adapter/adapter_option.h"
 #include "harness/io/json_reader.h"
 
 namespace sdpa {
@@ -31,10 +32,24 @@ std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e) {
   return {target_options, opt};
 }
 
+namespace {
+
+// An option naming an adapter would start that program when the case runs.
+void refuse_adapter_programs(const CorpusEntry& e) {
+  for (const auto& [key, value] : e.options)
+    if (names_adapter(value))
+      throw InputError("options." + key + ": '" + value +
+                       "' names a program that running this file would start; pass --allow-adapters to run the "
+                       "programs named in corpus files you trust");
+}
+
+}  // namespace
+
 CorpusEntry read_replay_entry(const std::string& path, const TargetRegistry& registry,
-                              const SizeLimits& limits) {
-  CorpusEntry e = read_corpus_file(path, limits);
+                              const CorpusReading& reading) {
+  CorpusEntry e = read_corpus_file(path, reading.limits);
   try {
+    if (!reading.allow_adapters) refuse_adapter_programs(e);
     registry.make(e.target, entry_options(e).first);  // an unknown target or option
   } catch (const InputError& err) {
     throw InputError(path + ": " + err.what());
@@ -87,13 +102,13 @@ std::vector<std::string> finding_changes(const nlohmann::json& recorded, const C
 }
 
 ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
-                         const ReferenceModel& reference, const SizeLimits& limits, bool keep_graphs,
+                         const ReferenceModel& reference, const CorpusReading& reading, bool keep_graphs,
                          const ReplayReport& report, IsolatedCases* isolated) {
   ReplayTally t;
   for (const auto& file : files) {
     ++t.files;
     try {
-      CorpusEntry e = read_replay_entry(file, registry, limits);
+      CorpusEntry e = read_replay_entry(file, registry, reading);
       ReplayOutcome o;
       try {
         o = replay_entry(e, registry, reference, keep_graphs, isolated);

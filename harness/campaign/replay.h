@@ -39,12 +39,21 @@ std::vector<std::string> finding_changes(const nlohmann::json& recorded, const C
 /// options (the `passes` key); throws InputError for a bad `passes` value.
 std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e);
 
+/// How corpus files are read to be run: the size limits, and whether an
+/// option naming an adapter program (`adapter:COMMAND`) may start it. A
+/// corpus file is data that may come from elsewhere (a CI artifact, a
+/// bug report), so such a file is refused unless the command allows it.
+struct CorpusReading {
+  SizeLimits limits;
+  bool allow_adapters = false;
+};
+
 /// Reads a corpus file and validates it exactly as replay does: the JSON
-/// bounds, the entry and its case within `limits`, the target and its
-/// options. explain and repro read files through it too. InputError
-/// messages start with the file name.
+/// bounds, the entry and its case within the limits, no adapter program
+/// unless allowed, the target and its options. explain and repro read
+/// files through it too. InputError messages start with the file name.
 CorpusEntry read_replay_entry(const std::string& path, const TargetRegistry& registry,
-                              const SizeLimits& limits = {});
+                              const CorpusReading& reading = {});
 
 /// Runs the entry's case in `isolated`'s worker, or in this process when null.
 ReplayOutcome replay_entry(const CorpusEntry& e, const TargetRegistry& registry,
@@ -67,7 +76,7 @@ using ReplayReport =
 /// or with the error (naming the file) when the file is invalid, or too
 /// large for this process's memory.
 ReplayTally replay_files(const std::vector<std::string>& files, const TargetRegistry& registry,
-                         const ReferenceModel& reference, const SizeLimits& limits, bool keep_graphs,
+                         const ReferenceModel& reference, const CorpusReading& reading, bool keep_graphs,
                          const ReplayReport& report, IsolatedCases* isolated = nullptr);
 
 /// A path given, or an entry under a folder given, that replay cannot read:

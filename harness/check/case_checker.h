@@ -135,12 +135,9 @@ class CaseChecker {
   std::string diverging_node(const Graph& g0, const Graph& g1, size_t r, bool& shared_agree);
   static bool values_agree(const Tensor& a, const Tensor& b);
 
-  // A constant the rewrite changed (read from both graphs, paired by name
-  // in order). The finding is rounded-constant only when the change is a
-  // few ulps of its dtype, keeps the sign, and the rewritten graph with the
-  // entry's values put back refines the entry graph: the rounding alone
-  // explains the difference. Otherwise the change is added to the
-  // unsound-rewrite detail.
+  // A constant the rewrite changed: rounded-constant only where rounding
+  // alone can explain it (soundness_stage.cpp says when); otherwise the
+  // change is added to the unsound-rewrite detail.
   void name_changed_constants(Finding& f, const Graph& g0, const Graph& g1);
 
   // Sets constant `c` of graph g to `value` where the graph holds it.

@@ -88,10 +88,11 @@ bool CaseChecker::values_agree(const Tensor& a, const Tensor& b) {
 
 // A constant the rewrite changed (read from both graphs, paired by name
 // in order). The finding is rounded-constant only when the change is a
-// few ulps of its dtype, keeps the sign, and the rewritten graph with the
-// entry's values put back refines the entry graph: the rounding alone
-// explains the difference. Otherwise the change is added to the
-// unsound-rewrite detail.
+// few ulps of its dtype, keeps the sign, the entry's value is not one of
+// that dtype (rounding a value the dtype holds gives it back), and the
+// rewritten graph with the entry's values put back refines the entry
+// graph: the rounding alone explains the difference. Otherwise the change
+// is added to the unsound-rewrite detail.
 void CaseChecker::name_changed_constants(Finding& f, const Graph& g0, const Graph& g1) {
   constexpr double kRoundingUlps = 4;
   std::vector<GraphConstant> k0 = target_.constants(g0), k1 = target_.constants(g1);
@@ -107,11 +108,15 @@ void CaseChecker::name_changed_constants(Finding& f, const Graph& g0, const Grap
     const GraphConstant& c0 = k0[i];
     if (c0.value == c1.value) continue;
     const double ulps = std::fabs(c1.value - c0.value) / ulp(c0.dtype, c0.value);
-    rounding = rounding && ulps <= kRoundingUlps && std::signbit(c0.value) == std::signbit(c1.value) &&
+    const bool few_ulps = ulps <= kRoundingUlps;
+    // A value the dtype holds: rounding it gives it back, so a few ulps off is no rounding.
+    const bool held = few_ulps && round_to(c0.dtype, c0.value) == c0.value;
+    rounding = rounding && few_ulps && !held && std::signbit(c0.value) == std::signbit(c1.value) &&
                put_back(restored, c1, c0.value);
+    const std::string dtype = dtype_name(c0.dtype);
     changes += (changes.empty() ? "" : "; ") + c0.name + " " + number_str(c0.value) + " in the entry, " +
-               number_str(c1.value) + " after the rewrite (" + number_str(ulps) + " ulp of " +
-               dtype_name(c0.dtype) + ")";
+               number_str(c1.value) + " after the rewrite (" + number_str(ulps) + " ulp of " + dtype +
+               (held ? ", a value " + dtype + " holds exactly" : "") + ")";
   }
   if (changes.empty()) return;
   if (rounding && refines(g0, restored)) {

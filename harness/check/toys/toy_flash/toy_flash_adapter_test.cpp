@@ -13,6 +13,7 @@
 
 #include "harness/adapter/adapter_pass.h"
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/replay.h"
 #include "harness/case/case_json.h"
 #include "harness/check/toys/toy_flash/adapter_test_util.h"
 #include "harness/io/json_reader.h"
@@ -103,6 +104,40 @@ TEST(ToyFlashAdapter, StartsOncePerWorkerAndNeverInTheCommand) {
   const auto* pass = dynamic_cast<const AdapterPass*>(target->passes().at(0));
   ASSERT_NE(pass, nullptr);
   EXPECT_EQ(pass->starts(), 0);
+  fs::remove_all(dir);
+}
+
+// A corpus file is data (a CI artifact, a bug report): one whose options
+// name an adapter is refused, naming the option, and its program starts
+// only where the command allows it (--allow-adapters).
+TEST(ToyFlashAdapter, ACorpusFileStartsTheAdapterItNamesOnlyWhereAllowed) {
+  if (!have_python()) GTEST_SKIP() << kPython << " is not installed";
+  const std::string dir = scratch("corpus_file");
+  const std::string starts = dir + "/starts";
+  TargetRun found = campaign({{"guard", "unguarded"}}, 60, false);
+  ASSERT_FALSE(found.findings.empty());
+  CorpusEntry e;
+  e.target = "toy-flash";
+  e.options = {{"guard", "unguarded"}, {"pass", adapter("none", starts)}};
+  e.expect = found.findings[0].verdict;
+  e.c = found.findings[0].shrunk;
+  const std::string file = write_corpus_entry(dir, e, "adapter-file");
+  std::string refused;
+  try {
+    read_replay_entry(file, fixture().registry);
+  } catch (const InputError& err) {
+    refused = err.what();
+  }
+  EXPECT_EQ(refused.rfind(file + ": options.pass: 'adapter:/usr/bin/python3 ", 0), 0u) << refused;
+  EXPECT_NE(refused.find("pass --allow-adapters"), std::string::npos) << refused;
+  auto quiet = [](const std::string&, const ReplayOutcome*, const std::string&) {};
+  ReplayTally t = replay_files({file}, fixture().registry, *fixture().reference, {}, false, quiet);
+  EXPECT_EQ(t.invalid, 1);
+  EXPECT_FALSE(fs::exists(starts)) << "a refused file started its adapter";
+  t = replay_files({file}, fixture().registry, *fixture().reference, {SizeLimits{}, true}, false, quiet);
+  EXPECT_EQ(t.invalid, 0);
+  EXPECT_EQ(t.as_expected, 1);
+  EXPECT_EQ(lines_of(starts), 1);
   fs::remove_all(dir);
 }
 
