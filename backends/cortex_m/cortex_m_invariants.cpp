@@ -135,7 +135,7 @@ void check_proportional(const Case& c, const Graph& g, std::vector<std::string>&
   }
 }
 
-void check_stages(const InvariantContext& ctx, const Graph& g, std::vector<std::string>& out) {
+void check_stages(const InvariantContext& ctx, const Graph& g, Violations& out) {
   if (g.count(kBmmOp) + g.count(kMulOp) + g.count(kSoftmaxOp) + g.count(kQuantizedLinearOp) == 0) return;
   std::optional<Execution> run;
   try {
@@ -143,14 +143,19 @@ void check_stages(const InvariantContext& ctx, const Graph& g, std::vector<std::
   } catch (const std::exception&) {
     return;  // the accuracy stage reports the kernel's error
   }
-  if (auto breach = first_stage_out_of_bound(g, *run)) out.push_back(*breach);
+  auto breach = first_stage_out_of_bound(g, *run);
+  if (!breach) return;
+  if (breach->in_kernel)
+    out.kernel.push_back({ctx.kernels.name(), breach->node, breach->detail});
+  else
+    out.structural.push_back(breach->detail);
 }
 
 }  // namespace
 
-std::vector<std::string> cortex_m_invariants(const InvariantContext& ctx, const Case& c, const Graph& before,
-                                             const Graph& after) {
-  std::vector<std::string> out;
+Violations cortex_m_invariants(const InvariantContext& ctx, const Case& c, const Graph& before, const Graph& after) {
+  Violations v;
+  std::vector<std::string>& out = v.structural;
   const ShapeEnv env = c.shape_env();
   bool decomposed = false;
   for (int i = 0; i < static_cast<int>(before.nodes.size()); ++i) {
@@ -168,8 +173,8 @@ std::vector<std::string> cortex_m_invariants(const InvariantContext& ctx, const 
     check_counts(ctx, c, after, out);
     if (ctx.quantized && ctx.policy != Policy::shared_decomp) check_proportional(c, after, out);
   }
-  if (ctx.quantized) check_stages(ctx, after, out);
-  return out;
+  if (ctx.quantized) check_stages(ctx, after, v);
+  return v;
 }
 
 }  // namespace sdpa::cortex_m

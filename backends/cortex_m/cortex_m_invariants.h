@@ -14,7 +14,9 @@
 ///    qparams (quantize reads f32, dequantize writes f32), aten compute ops
 ///    read and write f32, view ops keep their input's dtype and qparams;
 ///  - each int8 stage within its stage reference (stage_reference.h), when the
-///    lowered graph runs on `kernels` with `inputs`.
+///    lowered graph runs on `kernels` with `inputs`: a stage whose kernel
+///    departs from its own arguments is a kernel breach (inaccurate-kernel);
+///    one whose arguments depart from the scales is structural.
 #include <map>
 #include <string>
 #include <vector>
@@ -31,7 +33,6 @@ struct InvariantContext {
   std::map<std::string, Tensor> inputs;  // the case's run, for the stage reference
 };
 
-std::vector<std::string> cortex_m_invariants(const InvariantContext& ctx, const Case& c, const Graph& before,
-                                             const Graph& after);
+Violations cortex_m_invariants(const InvariantContext& ctx, const Case& c, const Graph& before, const Graph& after);
 
 }  // namespace sdpa::cortex_m

@@ -352,10 +352,10 @@ TEST_P(CaughtAndShrunk, TheHarnessCatchesItAndShrinksIt) {
 std::vector<Expectation> expectations() {
   std::vector<Expectation> out = {
       {{{"mutant", "non-proportional-qparams"}}, "broken-invariant", "non_proportional_qparams"},
-      {{{"mutant", "single-rounding"}}, "broken-invariant", "single_rounding"},
-      {{{"mutant", "softmax-truncating-shift"}}, "broken-invariant", "softmax_truncating_shift",
+      {{{"mutant", "single-rounding"}}, "inaccurate-kernel", "single_rounding"},
+      {{{"mutant", "softmax-truncating-shift"}}, "inaccurate-kernel", "softmax_truncating_shift",
        "the integer reference arm_softmax_s8"},
-      {{{"mutant", "quantize-truncates"}}, "broken-invariant", "quantize_truncates", "quantize_per_tensor"}};
+      {{{"mutant", "quantize-truncates"}}, "inaccurate-kernel", "quantize_truncates", "quantize_per_tensor"}};
   // shared-decomp has no guard: its emitter's mutants instead.
   for (const char* mutant : {"shared-drop-mask", "shared-drop-causal", "shared-drop-dropout", "shared-gqa-tile"}) {
     std::string name = mutant;

@@ -250,6 +250,9 @@ class CortexMTarget : public Target {
   const KernelSet& baseline_kernels() const override { return baseline_; }
 
   std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
+    return violations(c, before, after).structural;
+  }
+  Violations violations(const Case& c, const Graph& before, const Graph& after) const override {
     InvariantContext ctx{decompose_, policy_, quantized_, kernels_, {}};
     if (quantized_) ctx.inputs = run_inputs(c);
     return cortex_m_invariants(ctx, c, before, after);

@@ -292,10 +292,11 @@ TEST(QuantizeLower, AnEpsFlooredBmmOutputOverflowsTheLeftShift) {
       << undefined.what;
   const KernelSet wrap = cmsis_nn_kernels(cmsis::Rounding::double_rounding, DType::f32, cmsis::Overflow::wrap);
   const Execution run = interpret(l, wrap, in, {}, /*keep_values=*/true);
-  const std::optional<std::string> breach = first_stage_out_of_bound(l, run);
+  const std::optional<StageBreach> breach = first_stage_out_of_bound(l, run);
   ASSERT_TRUE(breach.has_value());
-  EXPECT_NE(breach->find("stage %bmm"), std::string::npos) << *breach;
-  std::printf("%s\n", breach->c_str());
+  EXPECT_NE(breach->detail.find("stage %bmm"), std::string::npos) << breach->detail;
+  EXPECT_TRUE(breach->in_kernel) << breach->detail;
+  std::printf("%s\n", breach->detail.c_str());
 }
 
 TEST(QuantizeLower, MinMaxObserver) {

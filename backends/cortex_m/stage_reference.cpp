@@ -41,9 +41,14 @@ std::string stage_element(const Node& n, const Shape& shape, int64_t flat) {
   return "stage %" + n.name + " (" + n.op + "): output" + shape_str(idx);
 }
 
-std::string element(const Node& n, const Shape& shape, int64_t flat, const std::string& what, int64_t got,
-                    int64_t want) {
-  return stage_element(n, shape, flat) + " = " + std::to_string(got) + ", " + what + " " + std::to_string(want);
+StageBreach breach(const Node& n, std::string detail, bool in_kernel) {
+  return {"%" + n.name + " (" + n.op + ")", std::move(detail), in_kernel};
+}
+
+StageBreach element(const Node& n, const Shape& shape, int64_t flat, const std::string& what, int64_t got,
+                    int64_t want, bool in_kernel) {
+  return breach(n, stage_element(n, shape, flat) + " = " + std::to_string(got) + ", " + what + " " + std::to_string(want),
+                in_kernel);
 }
 
 std::string real_str(long double x) {
@@ -53,25 +58,36 @@ std::string real_str(long double x) {
 }
 
 // One requantized stage: out[i] from its exact integer accumulator acc[i].
-std::optional<std::string> requantized(const Node& n, const Tensor& out, const std::vector<int64_t>& acc,
+// The kernel against its own multiplier and shift first (the AOT
+// reference): a code off it is the kernel's. Then the codes, which the
+// kernel computed as its arguments say, against the real scale ratio: a
+// code off that is the lowering's multiplier or shift.
+std::optional<StageBreach> requantized(const Node& n, const Tensor& out, const std::vector<int64_t>& acc,
                                        long double real_multiplier) {
   const int64_t zo = std::get<int64_t>(n.args.at(4)), m = std::get<int64_t>(n.args.at(5)),
                 s = std::get<int64_t>(n.args.at(6));
   for (size_t i = 0; i < acc.size(); ++i) {
     const int64_t got = static_cast<int64_t>(out.data[i]);
-    const int64_t fake = clamp8(round_even(acc[i] * real_multiplier) + zo);
-    if (std::llabs(got - fake) > 1)
-      return element(n, out.shape, static_cast<int64_t>(i), "more than 1 LSB from its fake-quantized twin", got, fake);
     const int64_t aot = clamp8(static_cast<long double>(requantize_cmsis(acc[i], m, s) + zo));
     if (got != aot)
-      return element(n, out.shape, static_cast<int64_t>(i), "the AOT reference requantize_cmsis gives", got, aot);
+      return element(n, out.shape, static_cast<int64_t>(i), "the AOT reference requantize_cmsis gives", got, aot, true);
+  }
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const int64_t got = static_cast<int64_t>(out.data[i]);
+    const int64_t fake = clamp8(round_even(acc[i] * real_multiplier) + zo);
+    if (std::llabs(got - fake) > 1)
+      return element(n, out.shape, static_cast<int64_t>(i),
+                     "more than 1 LSB from its fake-quantized twin (the kernel agrees with the AOT reference: "
+                     "the lowering's multiplier " + std::to_string(m) + ", shift " + std::to_string(s) +
+                         " do not give the scale ratio " + real_str(real_multiplier) + ")",
+                     got, fake, false);
   }
   return std::nullopt;
 }
 
 double kwarg(const Node& n, const std::string& key) { return std::get<double>(*n.kwarg(key)); }
 
-std::optional<std::string> bmm_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+std::optional<StageBreach> bmm_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor &l = arg_value(g, run, n, 0), &r = arg_value(g, run, n, 2);
   const int64_t lo = std::get<int64_t>(n.args[1]), ro = std::get<int64_t>(n.args[3]);
   const int64_t B = l.shape[0], M = l.shape[1], N = r.shape[1], K = l.shape[2];
@@ -86,7 +102,7 @@ std::optional<std::string> bmm_stage(const Graph& g, const Execution& run, const
                      static_cast<long double>(kwarg(n, "lhs_scale")) * kwarg(n, "rhs_scale") / kwarg(n, "output_scale"));
 }
 
-std::optional<std::string> mul_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+std::optional<StageBreach> mul_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor &a = arg_value(g, run, n, 0), &b = arg_value(g, run, n, 2);
   const int64_t za = std::get<int64_t>(n.args[1]), zb = std::get<int64_t>(n.args[3]);
   std::vector<int64_t> acc(a.numel());
@@ -97,31 +113,27 @@ std::optional<std::string> mul_stage(const Graph& g, const Execution& run, const
 }
 
 // quantized_linear: the int32 accumulator Σ_k (x - zp_in)·w + bias of each
-// output, requantized by S_in·S_w/S_o (its offsets sit at args 3 and 4).
-std::optional<std::string> linear_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+// output, requantized by S_in·S_w/S_o (its input offset at arg 3; output
+// zero point, multiplier and shift at args 4 to 6, as bmm's and mul's).
+std::optional<StageBreach> linear_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor &x = arg_value(g, run, n, 0), &w = arg_value(g, run, n, 1);
   const Tensor* b = std::holds_alternative<ValueRef>(n.args.at(2)) ? &arg_value(g, run, n, 2) : nullptr;
-  const int64_t io = std::get<int64_t>(n.args.at(3)), zo = std::get<int64_t>(n.args.at(4)),
-                m = std::get<int64_t>(n.args.at(5)), s = std::get<int64_t>(n.args.at(6));
+  const int64_t io = std::get<int64_t>(n.args.at(3));
   const int64_t K = w.shape[1], N = w.shape[0], rows = x.numel() / std::max<int64_t>(K, 1);
   const long double real = static_cast<long double>(kwarg(n, "input_scale")) * kwarg(n, "weight_scale") /
                            kwarg(n, "output_scale");
+  std::vector<int64_t> acc(static_cast<size_t>(rows * N));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < N; ++o) {
-      int64_t acc = b ? static_cast<int64_t>(b->data[o]) : 0;
+      int64_t a = b ? static_cast<int64_t>(b->data[o]) : 0;
       for (int64_t k = 0; k < K; ++k)
-        acc += (static_cast<int64_t>(x.data[r * K + k]) + io) * static_cast<int64_t>(w.data[o * K + k]);
-      const int64_t got = static_cast<int64_t>(out.data[r * N + o]);
-      const int64_t fake = clamp8(round_even(acc * real) + zo);
-      if (std::llabs(got - fake) > 1)
-        return element(n, out.shape, r * N + o, "more than 1 LSB from its fake-quantized twin", got, fake);
-      const int64_t aot = clamp8(static_cast<long double>(requantize_cmsis(acc, m, s) + zo));
-      if (got != aot) return element(n, out.shape, r * N + o, "the AOT reference requantize_cmsis gives", got, aot);
+        a += (static_cast<int64_t>(x.data[r * K + k]) + io) * static_cast<int64_t>(w.data[o * K + k]);
+      acc[r * N + o] = a;
     }
-  return std::nullopt;
+  return requantized(n, out, acc, real);
 }
 
-std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+std::optional<StageBreach> softmax_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor& x = arg_value(g, run, n, 0);
   const long double s = kwarg(n, "input_scale");
   const int64_t row = x.shape.back();
@@ -140,20 +152,22 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
   };
   // cortex_m.softmax(x, dim, input_zp, output_zp, mult, shift, diff_min) as the lowering writes it.
   const bool lowered = n.args.size() > 6;
+  // The integer reference first, to the bit, on every row: a 1 LSB rounding
+  // slip stays inside the fake-quantized twin's 2 LSB, and a code off it is
+  // the kernel's.
   std::vector<int64_t> codes(static_cast<size_t>(row));
+  for (int64_t r0 = 0; lowered && row > 0 && r0 + row <= x.numel(); r0 += row) {
+    for (int64_t j = 0; j < row; ++j) codes[j] = static_cast<int64_t>(x.data[r0 + j]);
+    const std::vector<int64_t> want = softmax_s8_reference(codes, std::get<int64_t>(n.args[4]),
+                                                           std::get<int64_t>(n.args[5]), std::get<int64_t>(n.args[6]));
+    for (int64_t j = 0; j < row; ++j)
+      if (static_cast<int64_t>(out.data[r0 + j]) != want[j])
+        return element(n, out.shape, r0 + j, "the integer reference arm_softmax_s8 (§2.2) gives",
+                       static_cast<int64_t>(out.data[r0 + j]), want[j], true);
+  }
+  // Then the twin: where the kernel agrees with its arguments, a code off
+  // the twin is the lowering's multiplier, shift or diff_min.
   for (int64_t r0 = 0; row > 0 && r0 + row <= x.numel(); r0 += row) {
-    // The integer reference first, to the bit: a 1 LSB rounding slip stays
-    // inside the fake-quantized twin's 2 LSB.
-    if (lowered) {
-      for (int64_t j = 0; j < row; ++j) codes[j] = static_cast<int64_t>(x.data[r0 + j]);
-      const std::vector<int64_t> want =
-          softmax_s8_reference(codes, std::get<int64_t>(n.args[4]), std::get<int64_t>(n.args[5]),
-                               std::get<int64_t>(n.args[6]));
-      for (int64_t j = 0; j < row; ++j)
-        if (static_cast<int64_t>(out.data[r0 + j]) != want[j])
-          return element(n, out.shape, r0 + j, "the integer reference arm_softmax_s8 (§2.2) gives",
-                         static_cast<int64_t>(out.data[r0 + j]), want[j]);
-    }
     long double mx = -std::numeric_limits<long double>::infinity(), total = 0;
     for (int64_t j = 0; j < row; ++j) mx = std::fmax(mx, x.data[r0 + j]);
     for (int64_t j = 0; j < row; ++j) total += e[j] = exp_at(x.data[r0 + j] - mx);
@@ -161,7 +175,11 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
       const int64_t fake = clamp8(round_even(256 * e[j] / total) - 128);
       const int64_t got = static_cast<int64_t>(out.data[r0 + j]);
       if (std::llabs(got - fake) > 2)
-        return element(n, out.shape, r0 + j, "more than 2 LSB from its fake-quantized twin", got, fake);
+        return element(n, out.shape, r0 + j,
+                       lowered ? "more than 2 LSB from its fake-quantized twin (the kernel agrees with the integer "
+                                 "reference: the lowering's multiplier, shift or diff_min do not give the input scale)"
+                               : "more than 2 LSB from its fake-quantized twin",
+                       got, fake, !lowered);
     }
   }
   return std::nullopt;
@@ -173,7 +191,7 @@ std::optional<std::string> softmax_stage(const Graph& g, const Execution& run, c
 // exact one). Not held: a non-finite or subnormal x, a reciprocal that is
 // not a normal float, or |zp + x / S| from 2^15 - 1/2 on, where Helium's
 // lanes flush, or keep the low 16 bits of zp + round(x / S), as the device does.
-std::optional<std::string> quantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+std::optional<StageBreach> quantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor& x = arg_value(g, run, n, 0);
   const double s = static_cast<float>(std::get<double>(n.args.at(1)));
   const int64_t zp = std::get<int64_t>(n.args.at(2)), qmin = std::get<int64_t>(n.args.at(3)),
@@ -191,14 +209,14 @@ std::optional<std::string> quantize_stage(const Graph& g, const Execution& run, 
                     (got == qmin && w <= qmin + reach);
     if (!ok)
       return element(n, out.shape, i, "zp + x / S rounded to nearest and clamped gives", got,
-                     std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(w)), qmin, qmax));
+                     std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(w)), qmin, qmax), true);
   }
   return std::nullopt;
 }
 
 // dequantize_per_tensor (§1.7): (q - zp)·S within the rounding of float
 // (and the smallest normal float, which Helium's flush-to-zero may take).
-std::optional<std::string> dequantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+std::optional<StageBreach> dequantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
   const Tensor& q = arg_value(g, run, n, 0);
   const long double s = static_cast<float>(std::get<double>(n.args.at(1)));
   const int64_t zp = std::get<int64_t>(n.args.at(2));
@@ -207,7 +225,8 @@ std::optional<std::string> dequantize_stage(const Graph& g, const Execution& run
     if (!std::isfinite(want)) continue;
     const long double got = out.data[i];
     if (std::fabs(got - want) > std::fabs(want) * 0x1p-23L + std::numeric_limits<float>::min())
-      return stage_element(n, out.shape, i) + " = " + real_str(got) + ", (q - zp)·S gives " + real_str(want);
+      return breach(n, stage_element(n, out.shape, i) + " = " + real_str(got) + ", (q - zp)·S gives " + real_str(want),
+                    true);
   }
   return std::nullopt;
 }
@@ -227,18 +246,18 @@ int64_t requantize_cmsis(int64_t acc, int64_t multiplier, int64_t shift) {
   return static_cast<int64_t>(floor + (remainder > threshold ? 1 : 0));
 }
 
-std::optional<std::string> first_stage_out_of_bound(const Graph& g, const Execution& run) {
+std::optional<StageBreach> first_stage_out_of_bound(const Graph& g, const Execution& run) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const Tensor& out = run.values.at(i).at(0);
-    std::optional<std::string> breach;
-    if (n.op == kBmmOp) breach = bmm_stage(g, run, n, out);
-    else if (n.op == kMulOp) breach = mul_stage(g, run, n, out);
-    else if (n.op == kSoftmaxOp) breach = softmax_stage(g, run, n, out);
-    else if (n.op == kQuantizedLinearOp) breach = linear_stage(g, run, n, out);
-    else if (n.op == kQuantizeOp) breach = quantize_stage(g, run, n, out);
-    else if (n.op == kDequantizeOp) breach = dequantize_stage(g, run, n, out);
-    if (breach) return breach;
+    std::optional<StageBreach> b;
+    if (n.op == kBmmOp) b = bmm_stage(g, run, n, out);
+    else if (n.op == kMulOp) b = mul_stage(g, run, n, out);
+    else if (n.op == kSoftmaxOp) b = softmax_stage(g, run, n, out);
+    else if (n.op == kQuantizedLinearOp) b = linear_stage(g, run, n, out);
+    else if (n.op == kQuantizeOp) b = quantize_stage(g, run, n, out);
+    else if (n.op == kDequantizeOp) b = dequantize_stage(g, run, n, out);
+    if (b) return b;
   }
   return std::nullopt;
 }

@@ -22,9 +22,19 @@ namespace sdpa::cortex_m {
 /// divided by 2^max(-s,0) rounding half away from zero, in unbounded integers.
 int64_t requantize_cmsis(int64_t acc, int64_t multiplier, int64_t shift);
 
+/// A stage out of its bound. `in_kernel`: the kernel departs from its own
+/// arguments (the AOT requantize, the integer softmax reference, quantize's
+/// and dequantize's formulas); otherwise the kernel agrees with them and the
+/// arguments the lowering wrote depart from the scales (the twin).
+struct StageBreach {
+  std::string node;    // "%name (op)"
+  std::string detail;  // the node, the element and both values
+  bool in_kernel = true;
+};
+
 /// The first stage of `g` (in graph order) whose output in `run` (all values
-/// kept) leaves its bound, in words naming the node, the element and both
-/// values; none when every stage holds.
-std::optional<std::string> first_stage_out_of_bound(const Graph& g, const Execution& run);
+/// kept) leaves its bound; none when every stage holds. Within a stage the
+/// kernel's own reference is checked on every element before the twin.
+std::optional<StageBreach> first_stage_out_of_bound(const Graph& g, const Execution& run);
 
 }  // namespace sdpa::cortex_m

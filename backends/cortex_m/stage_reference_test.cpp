@@ -66,11 +66,39 @@ TEST(StageReference, DoubleRoundingHoldsAndSingleRoundingIsNamed) {
     Execution bad = interpret(g, cmsis_nn_kernels(cmsis::Rounding::single_rounding), in, {}, true);
     if (auto breach = first_stage_out_of_bound(g, bad)) {
       caught = true;
-      EXPECT_NE(breach->find("requantize_cmsis"), std::string::npos) << *breach;
-      EXPECT_EQ(breach->rfind("stage %", 0), 0u) << *breach;
+      EXPECT_NE(breach->detail.find("requantize_cmsis"), std::string::npos) << breach->detail;
+      EXPECT_EQ(breach->detail.rfind("stage %", 0), 0u) << breach->detail;
+      EXPECT_TRUE(breach->in_kernel) << breach->detail;
     }
   }
   EXPECT_TRUE(caught);
+}
+
+// A multiplier the lowering got wrong, which the kernel follows: the
+// kernel agrees with its own arguments (the AOT reference), the codes leave
+// the twin, and the breach is the lowering's, not the kernel's.
+TEST(StageReference, AMultiplierTheKernelFollowsIsTheLoweringsBreach) {
+  Case c;
+  c.batch = {SymExpr(1)};
+  c.q_len = 4;
+  c.kv_len = 6;
+  c.head_dim = c.value_dim = 8;
+  c.data.seed = 3;
+  CaseTensors t = make_case_tensors(c, {});
+  std::map<std::string, Tensor> in{{"q", t.q}, {"k", t.k}, {"v", t.v}};
+  Graph g = lowered(c, in);
+  int bmm = -1;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()) && bmm < 0; ++i)
+    if (g.nodes[i].op == kBmmOp) bmm = i;
+  ASSERT_GE(bmm, 0);
+  ASSERT_EQ(first_stage_out_of_bound(g, interpret(g, cmsis_nn_kernels(), in, {}, true)), std::nullopt);
+  int64_t& m = std::get<int64_t>(g.nodes[bmm].args[5]);
+  m = m / 4 * 3;  // three quarters of the scale ratio
+  const std::optional<StageBreach> breach = first_stage_out_of_bound(g, interpret(g, cmsis_nn_kernels(), in, {}, true));
+  ASSERT_TRUE(breach.has_value());
+  EXPECT_FALSE(breach->in_kernel) << breach->detail;
+  EXPECT_EQ(breach->node, "%" + g.nodes[bmm].name + " (" + kBmmOp + ")");
+  EXPECT_NE(breach->detail.find("the lowering's multiplier"), std::string::npos) << breach->detail;
 }
 
 // The softmax stage holds each output to 2 LSB of round(256·softmax) - 128
@@ -100,10 +128,12 @@ TEST(StageReference, SoftmaxStageHoldsOutputsToTheirFakeQuantizedTwin) {
   for (int64_t at : {int64_t{1}, int64_t{9}}) {
     Execution off = run;
     off.values[1][0].data[static_cast<size_t>(at)] += 3;
-    const std::optional<std::string> breach = first_stage_out_of_bound(g, off);
+    const std::optional<StageBreach> breach = first_stage_out_of_bound(g, off);
     ASSERT_TRUE(breach.has_value()) << at;
-    EXPECT_NE(breach->find("stage %sm"), std::string::npos) << *breach;
-    EXPECT_NE(breach->find("fake-quantized twin"), std::string::npos) << *breach;
+    EXPECT_NE(breach->detail.find("stage %sm"), std::string::npos) << breach->detail;
+    EXPECT_NE(breach->detail.find("fake-quantized twin"), std::string::npos) << breach->detail;
+    EXPECT_EQ(breach->node, "%sm (" + std::string(kSoftmaxOp) + ")");
+    EXPECT_TRUE(breach->in_kernel);  // not lowered: no multiplier of the lowering's to blame
   }
 }
 
@@ -148,12 +178,14 @@ TEST(StageReference, QuantizeAndDequantizeStagesHoldTheirFormulas) {
   truncated.values[2][0].data[1] = 0;
   const auto q_breach = first_stage_out_of_bound(g, truncated);
   ASSERT_TRUE(q_breach.has_value());
-  EXPECT_NE(q_breach->find("stage %q "), std::string::npos) << *q_breach;
+  EXPECT_NE(q_breach->detail.find("stage %q "), std::string::npos) << q_breach->detail;
+  EXPECT_TRUE(q_breach->in_kernel);
   Execution off = run;
   off.values[2][0].data[3] += 1e-3;
   const auto dq_breach = first_stage_out_of_bound(g, off);
   ASSERT_TRUE(dq_breach.has_value());
-  EXPECT_NE(dq_breach->find("stage %dq "), std::string::npos) << *dq_breach;
+  EXPECT_NE(dq_breach->detail.find("stage %dq "), std::string::npos) << dq_breach->detail;
+  EXPECT_TRUE(dq_breach->in_kernel);
 }
 
 // Helium keeps the low 16 bits of zp + round(x / S): from 2^15 - 1/2 on the

@@ -35,9 +35,17 @@ CaseResult CaseChecker::run() {
   }
   bool rewritten = false;
   for (const auto& d : result_.decisions) rewritten = rewritten || d.rewrite;
-  std::vector<std::string> broken, type_errors;
-  if (opt_.passes) broken = target_.invariants(c_, g0, *g1), type_errors = target_.type_errors(*g1);
+  Violations violations;
+  std::vector<std::string> type_errors;
+  if (opt_.passes) violations = target_.violations(c_, g0, *g1), type_errors = target_.type_errors(*g1);
+  std::vector<std::string>& broken = violations.structural;
   for (const auto& v : broken) result_.findings.push_back(finding(Verdict::broken_invariant, Check::invariant, v));
+  for (const auto& k : violations.kernel) {
+    Finding f = finding(Verdict::inaccurate_kernel, Check::accuracy, k.detail);
+    f.kernel_set = k.kernel_set;
+    f.first_node = k.node;
+    result_.findings.push_back(std::move(f));
+  }
   for (const auto& e : type_errors) result_.findings.push_back(finding(Verdict::dtype_mismatch, Check::soundness, e));
   broken.insert(broken.end(), type_errors.begin(), type_errors.end());
   // A pass may change the graph around a node it kept (dead transposes):

@@ -59,6 +59,23 @@ TEST(Checks, ALoneDecisionThatBreaksAnInvariantIsNotSoundAlone) {
   }
 }
 
+// A stage whose kernel departs from its own arguments is the kernel's
+// inaccuracy, named with its set and node; the rewrite stays sound alone.
+TEST(Checks, AKernelStageBreachIsAnInaccurateKernelAndTheRewriteStaysSound) {
+  ToyReference ref(false);
+  ToyTarget t(nullptr, Raise::no, false);
+  t.kernel_breach = true;
+  CaseResult r = run_case(t, ref, toy_case());
+  ASSERT_EQ(r.verdict, Verdict::inaccurate_kernel);
+  const Finding* f = r.primary();
+  EXPECT_EQ(f->check, Check::accuracy);
+  EXPECT_EQ(f->kernel_set, "naive");
+  EXPECT_EQ(f->first_node, "%sdpa (" + std::string(kSdpa) + ")");
+  EXPECT_EQ(f->detail, "stage %sdpa: output[0] = 1, its reference gives 2");
+  ASSERT_EQ(r.decisions.size(), 1u);
+  EXPECT_TRUE(r.decisions[0].sound_alone);
+}
+
 TEST(Checks, AnOutputOfAnotherDtypeIsADtypeMismatch) {
   EXPECT_EQ(verdict_of([](Graph& g, ValueRef x) {
               return g.call("aten._to_copy.default", {x}, {{"dtype", DType::f32}}, {{DType::f32, g.info(x).shape}});

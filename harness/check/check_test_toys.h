@@ -115,6 +115,12 @@ class ToyTarget : public Target {
     if (broken_invariant_) return {"a node the rewrite must remove is left"};
     return {};
   }
+  Violations violations(const Case& c, const Graph& before, const Graph& after) const override {
+    Violations v{invariants(c, before, after), {}};
+    if (kernel_breach) v.kernel.push_back({"naive", "%sdpa (" + std::string(kSdpa) + ")", "stage %sdpa: output[0] = 1, its reference gives 2"});
+    return v;
+  }
+  bool kernel_breach = false;  // a kernel stage breach on every rewritten graph
 
  private:
   Options options_;

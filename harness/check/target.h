@@ -105,6 +105,22 @@ struct GraphConstant {
   std::vector<ConstantSite> sites;
 };
 
+/// A stage of a rewritten graph whose kernel departs from what its own
+/// arguments specify (an int8 kernel against its integer reference): an
+/// inaccurate-kernel finding, since the rewrite may still be sound.
+struct KernelBreach {
+  std::string kernel_set;
+  std::string node;  // "%name (op)"
+  std::string detail;
+};
+
+/// What a target finds wrong with a rewritten graph besides its values:
+/// properties it promises (broken-invariant), and kernel stage breaches.
+struct Violations {
+  std::vector<std::string> structural;
+  std::vector<KernelBreach> kernel;
+};
+
 /// A difference between the target and aten the target declares up front.
 struct DeclaredDivergence {
   std::string name;
@@ -161,6 +177,12 @@ class Target {
   virtual std::vector<std::string> invariants(const Case& c, const Graph& before,
                                               const Graph& after) const {
     return {};
+  }
+  /// The invariants, and the kernel stage breaches of a target that checks
+  /// its kernels stage by stage; the checker reads both from one call (a
+  /// target may run the graph once for both).
+  virtual Violations violations(const Case& c, const Graph& before, const Graph& after) const {
+    return {invariants(c, before, after), {}};
   }
   /// The type errors the pipeline's own retrace raises on the rewritten
   /// graph (an op whose operand dtypes its schema rejects), each naming the
