@@ -288,5 +288,9 @@ check gate-adapter-file-refused 2 "options.kernels: 'adapter:/usr/bin/touch" "$B
 check adapter-file-not-started 1 "" test -e "$TMP/trust/started"
 "$BIN" replay --in-process --allow-adapters "$TMP/trust/adapter.json" >/dev/null 2>&1
 check adapter-file-started-when-allowed 0 "" test -e "$TMP/trust/started"
+# So is a decisions file given to gate --against.
+decisions_edited dec_adapter "d['options']['pass'] = 'adapter:/usr/bin/touch $TMP/trust/started_by_gate'"
+check gate-against-adapter-refused 2 "$TMP/dec_adapter.json: options.pass: 'adapter:/usr/bin/touch" $GATE --head guard=contract --against "$TMP/dec_adapter.json" --out "$TMP/g-gate-against-adapter"
+check gate-against-adapter-not-started 1 "" test -e "$TMP/trust/started_by_gate"
 
 [ "$failures" = 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

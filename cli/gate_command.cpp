@@ -123,6 +123,11 @@ int run_gate(const GateArgs& a, Wiring& w) {
     if (base_d.target != a.target)
       throw InputError(a.against + ": target: the file records target " + base_d.target + ", not " + a.target);
     try {
+      if (!a.allow_adapters) refuse_adapter_programs(base_d.options);
+    } catch (const InputError& e) {
+      throw InputError(a.against + ": " + e.what());
+    }
+    try {
       w.registry.make(base_d.target, base_d.options);  // an option or value the target does not have
     } catch (const InputError& e) {
       throw InputError(a.against + ": options: " + e.what());

@@ -143,12 +143,9 @@ void check_stages(const InvariantContext& ctx, const Graph& g, Violations& out) 
   } catch (const std::exception&) {
     return;  // the accuracy stage reports the kernel's error
   }
-  auto breach = first_stage_out_of_bound(g, *run);
-  if (!breach) return;
-  if (breach->in_kernel)
-    out.kernel.push_back({ctx.kernels.name(), breach->node, breach->detail});
-  else
-    out.structural.push_back(breach->detail);
+  const StageBreaches b = stage_breaches(g, *run);
+  if (b.kernel) out.kernel.push_back({ctx.kernels.name(), b.kernel->node, b.kernel->detail});
+  if (b.lowering) out.structural.push_back(b.lowering->detail);
 }
 
 }  // namespace

@@ -58,36 +58,33 @@ std::string real_str(long double x) {
 }
 
 // One requantized stage: out[i] from its exact integer accumulator acc[i].
-// The kernel against its own multiplier and shift first (the AOT
-// reference): a code off it is the kernel's. Then the codes, which the
-// kernel computed as its arguments say, against the real scale ratio: a
-// code off that is the lowering's multiplier or shift.
-std::optional<StageBreach> requantized(const Node& n, const Tensor& out, const std::vector<int64_t>& acc,
-                                       long double real_multiplier) {
+// The kernel against its own multiplier and shift (the AOT reference): a
+// code off it is the kernel's. The AOT code against the real scale ratio's
+// (the fake-quantized twin): a code off that is the lowering's multiplier
+// or shift, whatever the kernel computed.
+void requantized(const Node& n, const Tensor& out, const std::vector<int64_t>& acc, long double real_multiplier,
+                 StageBreaches& b) {
   const int64_t zo = std::get<int64_t>(n.args.at(4)), m = std::get<int64_t>(n.args.at(5)),
                 s = std::get<int64_t>(n.args.at(6));
-  for (size_t i = 0; i < acc.size(); ++i) {
+  for (size_t i = 0; i < acc.size() && !b.full(); ++i) {
     const int64_t got = static_cast<int64_t>(out.data[i]);
     const int64_t aot = clamp8(static_cast<long double>(requantize_cmsis(acc[i], m, s) + zo));
-    if (got != aot)
-      return element(n, out.shape, static_cast<int64_t>(i), "the AOT reference requantize_cmsis gives", got, aot, true);
-  }
-  for (size_t i = 0; i < acc.size(); ++i) {
-    const int64_t got = static_cast<int64_t>(out.data[i]);
+    if (!b.kernel && got != aot)
+      b.kernel = element(n, out.shape, static_cast<int64_t>(i), "the AOT reference requantize_cmsis gives", got, aot, true);
     const int64_t fake = clamp8(round_even(acc[i] * real_multiplier) + zo);
-    if (std::llabs(got - fake) > 1)
-      return element(n, out.shape, static_cast<int64_t>(i),
-                     "more than 1 LSB from its fake-quantized twin (the kernel agrees with the AOT reference: "
-                     "the lowering's multiplier " + std::to_string(m) + ", shift " + std::to_string(s) +
-                         " do not give the scale ratio " + real_str(real_multiplier) + ")",
-                     got, fake, false);
+    if (!b.lowering && std::llabs(aot - fake) > 1)
+      b.lowering = breach(n,
+                          stage_element(n, out.shape, static_cast<int64_t>(i)) + ": the lowering's multiplier " +
+                              std::to_string(m) + " and shift " + std::to_string(s) + " give " + std::to_string(aot) +
+                              " (requantize_cmsis), more than 1 LSB from its fake-quantized twin " +
+                              std::to_string(fake) + " (scale ratio " + real_str(real_multiplier) + ")",
+                          false);
   }
-  return std::nullopt;
 }
 
 double kwarg(const Node& n, const std::string& key) { return std::get<double>(*n.kwarg(key)); }
 
-std::optional<StageBreach> bmm_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+void bmm_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out, StageBreaches& found) {
   const Tensor &l = arg_value(g, run, n, 0), &r = arg_value(g, run, n, 2);
   const int64_t lo = std::get<int64_t>(n.args[1]), ro = std::get<int64_t>(n.args[3]);
   const int64_t B = l.shape[0], M = l.shape[1], N = r.shape[1], K = l.shape[2];
@@ -98,24 +95,24 @@ std::optional<StageBreach> bmm_stage(const Graph& g, const Execution& run, const
         for (int64_t k = 0; k < K; ++k)
           acc[(b * M + i) * N + j] += (static_cast<int64_t>(l.data[(b * M + i) * K + k]) + lo) *
                                       (static_cast<int64_t>(r.data[(b * N + j) * K + k]) + ro);
-  return requantized(n, out, acc,
-                     static_cast<long double>(kwarg(n, "lhs_scale")) * kwarg(n, "rhs_scale") / kwarg(n, "output_scale"));
+  requantized(n, out, acc,
+              static_cast<long double>(kwarg(n, "lhs_scale")) * kwarg(n, "rhs_scale") / kwarg(n, "output_scale"), found);
 }
 
-std::optional<StageBreach> mul_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+void mul_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out, StageBreaches& found) {
   const Tensor &a = arg_value(g, run, n, 0), &b = arg_value(g, run, n, 2);
   const int64_t za = std::get<int64_t>(n.args[1]), zb = std::get<int64_t>(n.args[3]);
   std::vector<int64_t> acc(a.numel());
   for (int64_t i = 0; i < a.numel(); ++i)
     acc[i] = (static_cast<int64_t>(a.data[i]) - za) * (static_cast<int64_t>(b.data[b.numel() == 1 ? 0 : i]) - zb);
-  return requantized(n, out, acc,
-                     static_cast<long double>(kwarg(n, "a_scale")) * kwarg(n, "b_scale") / kwarg(n, "output_scale"));
+  requantized(n, out, acc,
+              static_cast<long double>(kwarg(n, "a_scale")) * kwarg(n, "b_scale") / kwarg(n, "output_scale"), found);
 }
 
 // quantized_linear: the int32 accumulator Σ_k (x - zp_in)·w + bias of each
 // output, requantized by S_in·S_w/S_o (its input offset at arg 3; output
 // zero point, multiplier and shift at args 4 to 6, as bmm's and mul's).
-std::optional<StageBreach> linear_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+void linear_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out, StageBreaches& found) {
   const Tensor &x = arg_value(g, run, n, 0), &w = arg_value(g, run, n, 1);
   const Tensor* b = std::holds_alternative<ValueRef>(n.args.at(2)) ? &arg_value(g, run, n, 2) : nullptr;
   const int64_t io = std::get<int64_t>(n.args.at(3));
@@ -130,10 +127,10 @@ std::optional<StageBreach> linear_stage(const Graph& g, const Execution& run, co
         a += (static_cast<int64_t>(x.data[r * K + k]) + io) * static_cast<int64_t>(w.data[o * K + k]);
       acc[r * N + o] = a;
     }
-  return requantized(n, out, acc, real);
+  requantized(n, out, acc, real, found);
 }
 
-std::optional<StageBreach> softmax_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+void softmax_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out, StageBreaches& found) {
   const Tensor& x = arg_value(g, run, n, 0);
   const long double s = kwarg(n, "input_scale");
   const int64_t row = x.shape.back();
@@ -152,37 +149,38 @@ std::optional<StageBreach> softmax_stage(const Graph& g, const Execution& run, c
   };
   // cortex_m.softmax(x, dim, input_zp, output_zp, mult, shift, diff_min) as the lowering writes it.
   const bool lowered = n.args.size() > 6;
-  // The integer reference first, to the bit, on every row: a 1 LSB rounding
-  // slip stays inside the fake-quantized twin's 2 LSB, and a code off it is
-  // the kernel's.
-  std::vector<int64_t> codes(static_cast<size_t>(row));
-  for (int64_t r0 = 0; lowered && row > 0 && r0 + row <= x.numel(); r0 += row) {
-    for (int64_t j = 0; j < row; ++j) codes[j] = static_cast<int64_t>(x.data[r0 + j]);
-    const std::vector<int64_t> want = softmax_s8_reference(codes, std::get<int64_t>(n.args[4]),
-                                                           std::get<int64_t>(n.args[5]), std::get<int64_t>(n.args[6]));
-    for (int64_t j = 0; j < row; ++j)
-      if (static_cast<int64_t>(out.data[r0 + j]) != want[j])
-        return element(n, out.shape, r0 + j, "the integer reference arm_softmax_s8 (§2.2) gives",
-                       static_cast<int64_t>(out.data[r0 + j]), want[j], true);
-  }
-  // Then the twin: where the kernel agrees with its arguments, a code off
-  // the twin is the lowering's multiplier, shift or diff_min.
-  for (int64_t r0 = 0; row > 0 && r0 + row <= x.numel(); r0 += row) {
+  std::vector<int64_t> codes(static_cast<size_t>(row)), want;
+  for (int64_t r0 = 0; row > 0 && r0 + row <= x.numel() && !found.full(); r0 += row) {
+    // The integer reference, to the bit: a 1 LSB rounding slip stays inside
+    // the twin's 2 LSB, and a code off it is the kernel's.
+    if (lowered) {
+      for (int64_t j = 0; j < row; ++j) codes[j] = static_cast<int64_t>(x.data[r0 + j]);
+      want = softmax_s8_reference(codes, std::get<int64_t>(n.args[4]), std::get<int64_t>(n.args[5]),
+                                  std::get<int64_t>(n.args[6]));
+      for (int64_t j = 0; j < row && !found.kernel; ++j)
+        if (static_cast<int64_t>(out.data[r0 + j]) != want[j])
+          found.kernel = element(n, out.shape, r0 + j, "the integer reference arm_softmax_s8 (§2.2) gives",
+                             static_cast<int64_t>(out.data[r0 + j]), want[j], true);
+    }
+    // The twin, against the reference's codes where the lowering wrote the
+    // kernel's multiplier, shift and diff_min (a code off it is theirs),
+    // else against the kernel's own.
     long double mx = -std::numeric_limits<long double>::infinity(), total = 0;
     for (int64_t j = 0; j < row; ++j) mx = std::fmax(mx, x.data[r0 + j]);
     for (int64_t j = 0; j < row; ++j) total += e[j] = exp_at(x.data[r0 + j] - mx);
-    for (int64_t j = 0; j < row; ++j) {
+    std::optional<StageBreach>& slot = lowered ? found.lowering : found.kernel;
+    for (int64_t j = 0; j < row && !slot; ++j) {
       const int64_t fake = clamp8(round_even(256 * e[j] / total) - 128);
-      const int64_t got = static_cast<int64_t>(out.data[r0 + j]);
-      if (std::llabs(got - fake) > 2)
-        return element(n, out.shape, r0 + j,
-                       lowered ? "more than 2 LSB from its fake-quantized twin (the kernel agrees with the integer "
-                                 "reference: the lowering's multiplier, shift or diff_min do not give the input scale)"
-                               : "more than 2 LSB from its fake-quantized twin",
-                       got, fake, !lowered);
+      const int64_t code = lowered ? want[j] : static_cast<int64_t>(out.data[r0 + j]);
+      if (std::llabs(code - fake) <= 2) continue;
+      slot = lowered ? breach(n,
+                              stage_element(n, out.shape, r0 + j) + ": the lowering's multiplier, shift and diff_min give " +
+                                  std::to_string(code) + " (the integer reference), more than 2 LSB from its fake-quantized twin " +
+                                  std::to_string(fake),
+                              false)
+                     : element(n, out.shape, r0 + j, "more than 2 LSB from its fake-quantized twin", code, fake, true);
     }
   }
-  return std::nullopt;
 }
 
 // quantize_per_tensor (§1.7): each code a correct rounding of zp + x / S,
@@ -191,13 +189,13 @@ std::optional<StageBreach> softmax_stage(const Graph& g, const Execution& run, c
 // exact one). Not held: a non-finite or subnormal x, a reciprocal that is
 // not a normal float, or |zp + x / S| from 2^15 - 1/2 on, where Helium's
 // lanes flush, or keep the low 16 bits of zp + round(x / S), as the device does.
-std::optional<StageBreach> quantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+void quantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out, StageBreaches& found) {
   const Tensor& x = arg_value(g, run, n, 0);
   const double s = static_cast<float>(std::get<double>(n.args.at(1)));
   const int64_t zp = std::get<int64_t>(n.args.at(2)), qmin = std::get<int64_t>(n.args.at(3)),
                 qmax = std::get<int64_t>(n.args.at(4));
   const float inv = 1.0f / static_cast<float>(s);
-  if (!std::isnormal(inv)) return std::nullopt;
+  if (!std::isnormal(inv)) return;
   for (int64_t i = 0; i < x.numel(); ++i) {
     const float xf = static_cast<float>(x.data[i]);
     const double w = static_cast<double>(zp) + xf / s;  // in double: 2^-53 of |w| < 2^15, far below tol
@@ -207,16 +205,17 @@ std::optional<StageBreach> quantize_stage(const Graph& g, const Execution& run, 
     // A code within reach of w, or the bound it clamps to when w lies past it.
     const bool ok = std::fabs(got - w) <= reach || (got == qmax && w >= qmax - reach) ||
                     (got == qmin && w <= qmin + reach);
-    if (!ok)
-      return element(n, out.shape, i, "zp + x / S rounded to nearest and clamped gives", got,
-                     std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(w)), qmin, qmax), true);
+    if (!ok) {
+      found.kernel = element(n, out.shape, i, "zp + x / S rounded to nearest and clamped gives", got,
+                         std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(w)), qmin, qmax), true);
+      return;
+    }
   }
-  return std::nullopt;
 }
 
 // dequantize_per_tensor (§1.7): (q - zp)·S within the rounding of float
 // (and the smallest normal float, which Helium's flush-to-zero may take).
-std::optional<StageBreach> dequantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out) {
+void dequantize_stage(const Graph& g, const Execution& run, const Node& n, const Tensor& out, StageBreaches& found) {
   const Tensor& q = arg_value(g, run, n, 0);
   const long double s = static_cast<float>(std::get<double>(n.args.at(1)));
   const int64_t zp = std::get<int64_t>(n.args.at(2));
@@ -224,11 +223,12 @@ std::optional<StageBreach> dequantize_stage(const Graph& g, const Execution& run
     const long double want = (static_cast<int64_t>(q.data[i]) - zp) * s;
     if (!std::isfinite(want)) continue;
     const long double got = out.data[i];
-    if (std::fabs(got - want) > std::fabs(want) * 0x1p-23L + std::numeric_limits<float>::min())
-      return breach(n, stage_element(n, out.shape, i) + " = " + real_str(got) + ", (q - zp)·S gives " + real_str(want),
-                    true);
+    if (std::fabs(got - want) > std::fabs(want) * 0x1p-23L + std::numeric_limits<float>::min()) {
+      found.kernel = breach(n, stage_element(n, out.shape, i) + " = " + real_str(got) + ", (q - zp)·S gives " + real_str(want),
+                        true);
+      return;
+    }
   }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -246,20 +246,25 @@ int64_t requantize_cmsis(int64_t acc, int64_t multiplier, int64_t shift) {
   return static_cast<int64_t>(floor + (remainder > threshold ? 1 : 0));
 }
 
-std::optional<StageBreach> first_stage_out_of_bound(const Graph& g, const Execution& run) {
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
+StageBreaches stage_breaches(const Graph& g, const Execution& run) {
+  StageBreaches b;
+  for (size_t i = 0; i < g.nodes.size() && !b.full(); ++i) {
     const Node& n = g.nodes[i];
     const Tensor& out = run.values.at(i).at(0);
-    std::optional<StageBreach> b;
-    if (n.op == kBmmOp) b = bmm_stage(g, run, n, out);
-    else if (n.op == kMulOp) b = mul_stage(g, run, n, out);
-    else if (n.op == kSoftmaxOp) b = softmax_stage(g, run, n, out);
-    else if (n.op == kQuantizedLinearOp) b = linear_stage(g, run, n, out);
-    else if (n.op == kQuantizeOp) b = quantize_stage(g, run, n, out);
-    else if (n.op == kDequantizeOp) b = dequantize_stage(g, run, n, out);
-    if (b) return b;
+    // quantize and dequantize have only their kernel's formula to break.
+    if (n.op == kBmmOp) bmm_stage(g, run, n, out, b);
+    else if (n.op == kMulOp) mul_stage(g, run, n, out, b);
+    else if (n.op == kSoftmaxOp) softmax_stage(g, run, n, out, b);
+    else if (n.op == kQuantizedLinearOp) linear_stage(g, run, n, out, b);
+    else if (n.op == kQuantizeOp && !b.kernel) quantize_stage(g, run, n, out, b);
+    else if (n.op == kDequantizeOp && !b.kernel) dequantize_stage(g, run, n, out, b);
   }
-  return std::nullopt;
+  return b;
+}
+
+std::optional<StageBreach> first_stage_out_of_bound(const Graph& g, const Execution& run) {
+  StageBreaches b = stage_breaches(g, run);
+  return b.kernel ? b.kernel : b.lowering;
 }
 
 }  // namespace sdpa::cortex_m

@@ -14,6 +14,7 @@
 #include "backends/cortex_m/cmsis/quantize.h"
 #include "backends/cortex_m/cmsis/requantize.h"
 #include "backends/cortex_m/cmsis_kernels.h"
+#include "backends/cortex_m/cortex_m_invariants.h"
 #include "backends/cortex_m/cortex_m_ops.h"
 #include "backends/cortex_m/decompose_sdpa_pass.h"
 #include "backends/cortex_m/matmul_to_bmm_pass.h"
@@ -75,8 +76,10 @@ TEST(StageReference, DoubleRoundingHoldsAndSingleRoundingIsNamed) {
 }
 
 // A multiplier the lowering got wrong, which the kernel follows: the
-// kernel agrees with its own arguments (the AOT reference), the codes leave
-// the twin, and the breach is the lowering's, not the kernel's.
+// kernel agrees with its own arguments (the AOT reference), their codes
+// leave the twin, and the breach is the lowering's, a structural violation
+// of the invariants; a kernel slip beside it is reported too, as the
+// kernel's, and hides nothing.
 TEST(StageReference, AMultiplierTheKernelFollowsIsTheLoweringsBreach) {
   Case c;
   c.batch = {SymExpr(1)};
@@ -94,11 +97,33 @@ TEST(StageReference, AMultiplierTheKernelFollowsIsTheLoweringsBreach) {
   ASSERT_EQ(first_stage_out_of_bound(g, interpret(g, cmsis_nn_kernels(), in, {}, true)), std::nullopt);
   int64_t& m = std::get<int64_t>(g.nodes[bmm].args[5]);
   m = m / 4 * 3;  // three quarters of the scale ratio
-  const std::optional<StageBreach> breach = first_stage_out_of_bound(g, interpret(g, cmsis_nn_kernels(), in, {}, true));
-  ASSERT_TRUE(breach.has_value());
-  EXPECT_FALSE(breach->in_kernel) << breach->detail;
-  EXPECT_EQ(breach->node, "%" + g.nodes[bmm].name + " (" + kBmmOp + ")");
-  EXPECT_NE(breach->detail.find("the lowering's multiplier"), std::string::npos) << breach->detail;
+  const std::string node = "%" + g.nodes[bmm].name + " (" + kBmmOp + ")";
+  Execution run = interpret(g, cmsis_nn_kernels(), in, {}, true);
+  StageBreaches b = stage_breaches(g, run);
+  EXPECT_FALSE(b.kernel.has_value()) << b.kernel->detail;
+  ASSERT_TRUE(b.lowering.has_value());
+  EXPECT_FALSE(b.lowering->in_kernel);
+  EXPECT_EQ(b.lowering->node, node);
+  EXPECT_NE(b.lowering->detail.find("the lowering's multiplier " + std::to_string(m)), std::string::npos)
+      << b.lowering->detail;
+  // Through the invariants: a structural violation, no kernel breach.
+  Graph entry = sdpa_entry_graph(c);
+  attach_example_inputs(entry, in);
+  const DecomposeSdpaPass pass(Policy::decompose, std::nullopt);
+  const KernelSet kernels = cmsis_nn_kernels();
+  Violations v = cortex_m_invariants({pass, Policy::decompose, true, kernels, in}, c, entry, g);
+  EXPECT_TRUE(v.kernel.empty());
+  ASSERT_FALSE(v.structural.empty());
+  EXPECT_NE(v.structural.back().find("the lowering's multiplier"), std::string::npos) << v.structural.back();
+  // A kernel slip in the same stage: both are named.
+  double& code = run.values[bmm][0].data[0];
+  code += code < 127 ? 1 : -1;
+  b = stage_breaches(g, run);
+  ASSERT_TRUE(b.kernel.has_value());
+  ASSERT_TRUE(b.lowering.has_value());
+  EXPECT_EQ(b.kernel->node, node);
+  EXPECT_NE(b.kernel->detail.find("requantize_cmsis gives"), std::string::npos) << b.kernel->detail;
+  EXPECT_NE(b.lowering->detail.find("the lowering's multiplier"), std::string::npos) << b.lowering->detail;
 }
 
 // The softmax stage holds each output to 2 LSB of round(256·softmax) - 128

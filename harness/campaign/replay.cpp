@@ -35,21 +35,21 @@ std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e) {
 namespace {
 
 // An option naming an adapter would start that program when the case runs.
-void refuse_adapter_programs(const CorpusEntry& e) {
-  for (const auto& [key, value] : e.options)
+}  // namespace
+
+void refuse_adapter_programs(const Options& options) {
+  for (const auto& [key, value] : options)
     if (names_adapter(value))
       throw InputError("options." + key + ": '" + value +
                        "' names a program that running this file would start; pass --allow-adapters to run the "
-                       "programs named in corpus files you trust");
+                       "programs named in files you trust");
 }
-
-}  // namespace
 
 CorpusEntry read_replay_entry(const std::string& path, const TargetRegistry& registry,
                               const CorpusReading& reading) {
   CorpusEntry e = read_corpus_file(path, reading.limits);
   try {
-    if (!reading.allow_adapters) refuse_adapter_programs(e);
+    if (!reading.allow_adapters) refuse_adapter_programs(e.options);
     registry.make(e.target, entry_options(e).first);  // an unknown target or option
   } catch (const InputError& err) {
     throw InputError(path + ": " + err.what());

@@ -48,6 +48,11 @@ struct CorpusReading {
   bool allow_adapters = false;
 };
 
+/// Throws InputError naming the first option whose value names an adapter
+/// program (`adapter:COMMAND`): a file's options (a corpus file, a
+/// decisions file) would start it.
+void refuse_adapter_programs(const Options& options);
+
 /// Reads a corpus file and validates it exactly as replay does: the JSON
 /// bounds, the entry and its case within the limits, no adapter program
 /// unless allowed, the target and its options. explain and repro read
