@@ -37,8 +37,8 @@ void add_isolation_options(CLI::App* cmd, IsolationArgs& a);
 /// A worker that runs cases on any target of the wiring; null with --in-process.
 std::unique_ptr<IsolatedCases> make_isolated_cases(const Wiring& w, const IsolationArgs& a);
 
-/// --allow-adapters: corpus files whose options name an adapter program
-/// (adapter:COMMAND) may start it (harness/campaign/replay.h, CorpusReading).
+/// --allow-adapters: a corpus or decisions file whose options name an
+/// adapter program (adapter:COMMAND) may start it (harness/campaign/replay.h).
 void add_allow_adapters_flag(CLI::App* cmd, bool& allow);
 
 void add_fuzz_command(CLI::App& app, Wiring& w, int& exit_code);

@@ -18,8 +18,9 @@ void add_isolation_options(CLI::App* cmd, IsolationArgs& a) {
 
 void add_allow_adapters_flag(CLI::App* cmd, bool& allow) {
   cmd->add_flag("--allow-adapters", allow,
-                "run the adapter programs (adapter:COMMAND) that corpus files name in their options; without it such "
-                "a file is refused, as a file is data that may come from elsewhere");
+                "run the adapter programs (adapter:COMMAND) that the files read (corpus files, gate's decisions "
+                "file) name in their options; without it such a file is refused, as a file is data that may come "
+                "from elsewhere");
 }
 
 std::unique_ptr<IsolatedCases> make_isolated_cases(const Wiring& w, const IsolationArgs& a) {

@@ -32,11 +32,6 @@ std::pair<Options, CheckOptions> entry_options(const CorpusEntry& e) {
   return {target_options, opt};
 }
 
-namespace {
-
-// An option naming an adapter would start that program when the case runs.
-}  // namespace
-
 void refuse_adapter_programs(const Options& options) {
   for (const auto& [key, value] : options)
     if (names_adapter(value))
