@@ -249,9 +249,6 @@ class CortexMTarget : public Target {
   const KernelSet& exact_kernels() const override { return exact_; }
   const KernelSet& baseline_kernels() const override { return baseline_; }
 
-  std::vector<std::string> invariants(const Case& c, const Graph& before, const Graph& after) const override {
-    return violations(c, before, after).structural;
-  }
   Violations violations(const Case& c, const Graph& before, const Graph& after) const override {
     InvariantContext ctx{decompose_, policy_, quantized_, kernels_, {}};
     if (quantized_) ctx.inputs = run_inputs(c);

@@ -117,7 +117,9 @@ class ToyTarget : public Target {
   }
   Violations violations(const Case& c, const Graph& before, const Graph& after) const override {
     Violations v{invariants(c, before, after), {}};
-    if (kernel_breach) v.kernel.push_back({"naive", "%sdpa (" + std::string(kSdpa) + ")", "stage %sdpa: output[0] = 1, its reference gives 2"});
+    if (kernel_breach)
+      v.kernel.push_back(
+          {"naive", "%sdpa (" + std::string(kSdpa) + ")", "stage %sdpa: output[0] = 1, its reference gives 2"});
     return v;
   }
   bool kernel_breach = false;  // a kernel stage breach on every rewritten graph

@@ -201,7 +201,7 @@ bool CaseChecker::check_rewritten(const Graph& g0, const Graph& g1) {
 // entry graph at every run, rows a declared divergence explains aside.
 bool CaseChecker::refines(const Graph& g0, const Graph& g) {
   if (!verify_graph(g).empty() || g.outputs.size() != 1 ||
-      g.info(g.outputs[0]).dtype != g0.info(g0.outputs[0]).dtype || !target_.invariants(c_, g0, g).empty() ||
+      g.info(g.outputs[0]).dtype != g0.info(g0.outputs[0]).dtype || !target_.violations(c_, g0, g).structural.empty() ||
       !target_.type_errors(g).empty())
     return false;
   for (size_t r = 0; r < runs_.size(); ++r) {

@@ -180,7 +180,8 @@ class Target {
   }
   /// The invariants, and the kernel stage breaches of a target that checks
   /// its kernels stage by stage; the checker reads both from one call (a
-  /// target may run the graph once for both).
+  /// target may run the graph once for both), and reads the invariants
+  /// through it alone: a target overrides one of the two.
   virtual Violations violations(const Case& c, const Graph& before, const Graph& after) const {
     return {invariants(c, before, after), {}};
   }
