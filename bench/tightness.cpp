@@ -3,9 +3,11 @@
 // applied, and the error model derived from the numerics alone), and how
 // soon the precision mutants (kernels that are wrong by rounding alone)
 // are found. Usage: tightness [cases per target [target [option=value ...]]]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "cli/wiring.h"
 
@@ -20,7 +22,16 @@ namespace {
 struct Tightness {
   int64_t samples = 0;
   double worst = 0, worst_model = 0;
+  std::vector<double> ratios;
 };
+
+// The q-quantile of the ratios (nearest rank).
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  auto at = v.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), at, v.end());
+  return *at;
+}
 
 void tightness(cli::Wiring& w, const TargetFactory& f, int64_t cases, const Options& options = {}) {
   auto target = f.make(resolve_options(f, options));
@@ -36,13 +47,15 @@ void tightness(cli::Wiring& w, const TargetFactory& f, int64_t cases, const Opti
       ++t.samples;
       t.worst = std::max(t.worst, s.ratio);
       t.worst_model = std::max(t.worst_model, s.model_ratio);
+      t.ratios.push_back(s.ratio);
     }
   };
   TargetRun r = run_target_campaign(*target, *w.reference, w.generators("default"), o);
   for (const auto& [key, t] : table)
-    std::printf("%-10s %-12s %-5s %8lld comparisons   largest error/limit %.3g   error/model %.3g\n",
+    std::printf("%-10s %-12s %-5s %8lld comparisons   largest error/limit %.3g   error/model %.3g   "
+                "median %.3g   90th percentile %.3g\n",
                 f.name().c_str(), key.first.c_str(), key.second.c_str(), static_cast<long long>(t.samples),
-                t.worst, t.worst_model);
+                t.worst, t.worst_model, quantile(t.ratios, 0.5), quantile(t.ratios, 0.9));
   std::printf("%-10s %lld cases, %lld inaccurate-kernel\n", f.name().c_str(),
               static_cast<long long>(r.cases), static_cast<long long>(r.verdicts["inaccurate-kernel"]));
 }

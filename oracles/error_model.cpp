@@ -20,6 +20,7 @@ struct Model {
   double u_a = 0, u_op = 0, u_sc = 0, u_p = 0, d = 0, scale = 0, f = 1;
   bool dropout = false, additive_mask = false;
   double s_q = 0, s_k = 0, s_v = 0, s_o = 0;  // quantization steps of this run
+  double e_q = 0, e_k = 0, e_v = 0, e_o = 0;  // the most one element moves when quantized
 };
 
 // What the bound of one query row reads from the call.
@@ -29,6 +30,9 @@ struct RowInputs {
   double W = 0;                  // max_e sum_j p_j |v_je|
   double q_l1 = 0, qlogit = 0;   // quantized: |q_i|_1, the largest logit error over kept keys
   double quant_weighted = 0;     // quantized: the largest per-element output term
+  double score_max = 0;          // quantized: the row's largest kept score
+  double low_clip = 0;           // quantized: sum of exp(lo - score_max) over keys below the scores' grid
+  double softmax_rel = 0;        // quantized: each weight's relative error
   bool finite = true;
 };
 
@@ -37,29 +41,102 @@ struct RowBound {
   bool capped = false;
 };
 
-// Quantized terms of one row: the logit error and the largest output term.
-void quantized_terms(const Model& m, const MatrixD& scores, const MatrixD& k, const MatrixD& v,
-                     const std::vector<double>& p, int64_t i, double rel, RowInputs& r) {
+// How far x falls outside a grid's range (0 inside it, or no grid read).
+double outside(const Int8Grid& g, double x) {
+  if (g.step == 0 || !std::isfinite(x)) return 0;
+  return std::fmax(0.0, std::fmax(x - g.hi, g.lo - x));
+}
+
+// How far the farthest element of x falls outside the grid's range.
+double farthest_outside(const Int8Grid& g, const std::vector<double>& x) {
+  double far = 0;
+  for (double e : x) far = std::fmax(far, outside(g, e));
+  return far;
+}
+
+// The step a tensor is charged: the grid's where the graph declares a finer
+// one than `step` (max|x| / qmax), never a coarser one.
+double charged_step(const Int8Grid& g, double step) { return g.step > 0 ? std::fmin(g.step, step) : step; }
+
+// The most quantizing one element of `x` moves it: half the charged step,
+// or, where the quantizer clips tails by design, how far the farthest
+// element falls outside the grid's range.
+double element_error(const QuantizedNumerics& qn, const Int8Grid& g, double step, const std::vector<double>& x) {
+  const double half = step * (0.5 + 0x1p-15);
+  return qn.ranges_clip && g.step > 0 ? std::fmax(half, farthest_outside(g, x)) : half;
+}
+
+// Whether the scores' grid can clip a score (a range read, the observer
+// clipping tails by design).
+bool clips(const QuantizedNumerics& qn) { return qn.ranges_clip && qn.scores.step > 0; }
+
+// The largest kept score of row i.
+double row_max(const MatrixD& scores, int64_t i) {
+  double max = -kInf;
+  for (int64_t j = 0; j < scores.cols(); ++j) max = std::fmax(max, scores(i, j));
+  return max;
+}
+
+// The logit error of row i over its kept keys. Where the quantizer clips
+// tails, a score past the top of the scores' grid is clipped down: that
+// distance is a logit error. One below the bottom is clipped up: within a
+// step, a logit error too; farther (a -1e4 mask fill) no logit error
+// bounds it, but the key weighs at most what a score at the bottom would,
+// exp(lo - max) of the row before the logit error, added to low_clip.
+void logit_terms(const Model& m, const MatrixD& scores, const MatrixD& k, int64_t i, RowInputs& r) {
   const QuantizedNumerics& qn = m.quant;
+  r.score_max = row_max(scores, i);
   for (int64_t j = 0; j < scores.cols(); ++j) {
-    if (scores(i, j) == -std::numeric_limits<double>::infinity()) continue;
+    const double s = scores(i, j);
+    if (s == -kInf) continue;
     const double k_l1 = k.row(j).cwiseAbs().sum();
-    const double e = m.scale * (m.s_q / 2 * k_l1 + m.s_k / 2 * r.q_l1 + m.d * m.s_q * m.s_k / 4) +
-                     qn.multiplier_rel * std::fabs(scores(i, j)) + qn.score_step;
+    double e = m.scale * (m.e_q * k_l1 + m.e_k * r.q_l1 + m.d * m.e_q * m.e_k) +
+               qn.multiplier_rel * std::fabs(s) + qn.score_step;
+    if (clips(qn) && s > qn.scores.hi) e += s - qn.scores.hi;
+    if (clips(qn) && s < qn.scores.lo) {
+      if (qn.scores.lo - s <= qn.scores.step)
+        e += qn.scores.lo - s;
+      else
+        r.low_clip += std::exp(qn.scores.lo - r.score_max);
+    }
     r.qlogit = std::fmax(r.qlogit, e);
   }
-  if (rel < 0) return;  // first pass: only the logit error
+}
+
+// The most a key clipped up to the bottom of the scores' grid weighs in
+// the kernel (0 for a key within the grid).
+double clipped_weight(const Model& m, const RowInputs& r, double s) {
+  const Int8Grid& g = m.quant.scores;
+  return clips(m.quant) && g.lo - s > g.step ? std::exp(g.lo - r.score_max + 2 * r.qlogit) : 0.0;
+}
+
+// How far quantizing a weight the kernel computes as at most w moves it:
+// half a step, and at most w itself (a weight under half a step rounds to
+// 0, so a long row's small weights are charged what they weigh, not half a
+// step each); past the top of P's range, where the quantizer clips tails,
+// at least down to it.
+double prob_moved(const Model& m, double w) {
+  const QuantizedNumerics& qn = m.quant;
+  const double moved = std::fmin(qn.prob_step / 2, w);
+  return qn.ranges_clip && qn.prob.step > 0 ? std::fmax(moved, w - qn.prob.hi) : moved;
+}
+
+// The largest output term of row i: each weight within rel of p (and the
+// softmax's absolute error, and a clipped key's weight), then quantized.
+void output_terms(const Model& m, const MatrixD& scores, const MatrixD& v, const std::vector<double>& p,
+                  int64_t i, RowInputs& r) {
+  const QuantizedNumerics& qn = m.quant;
+  const double rel = r.softmax_rel;
   for (int64_t e = 0; e < v.cols(); ++e) {
-    double weighted = 0, plain = 0;
+    double weighted = 0, rounded = 0;
     for (int64_t j = 0; j < scores.cols(); ++j) {
-      if (scores(i, j) == -std::numeric_limits<double>::infinity()) continue;
-      const double a = std::fabs(v(j, e)) + m.s_v / 2;
+      if (scores(i, j) == -kInf) continue;
+      const double a = std::fabs(v(j, e)) + m.e_v;
+      const double extra = qn.softmax_abs + clipped_weight(m, r, scores(i, j));
       weighted += p[j] * a;
-      plain += a;
+      rounded += (m.f * extra + prob_moved(m, m.f * (p[j] * (1 + rel) + extra))) * a;
     }
-    // Dropout scales the kept weights by f before P is quantized (prob_step is the scaled P's).
-    r.quant_weighted = std::fmax(r.quant_weighted,
-                                 m.f * rel * weighted + qn.prob_step / 2 * plain);
+    r.quant_weighted = std::fmax(r.quant_weighted, m.f * rel * weighted + rounded);
   }
 }
 
@@ -85,22 +162,24 @@ RowInputs row_inputs(const RowFacts& f, const double* g_row, int64_t Ev) {
 void add_quantized_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const MatrixD& k,
                          const MatrixD& v, const std::vector<double>& p, int64_t i, RowInputs& r) {
   r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
-  quantized_terms(m, scores, k, v, p, i, -1, r);
-  const double rel = std::expm1(2 * r.qlogit) + (r.n + 2) * unit_roundoff(m.quant.softmax);
-  quantized_terms(m, scores, k, v, p, i, rel, r);
+  logit_terms(m, scores, k, i, r);
+  // Keys clipped up add to the row's sum: every weight shrinks by as much.
+  r.softmax_rel = std::expm1(2 * r.qlogit) + (r.n + 2) * m.quant.softmax_unit;
+  if (r.low_clip > 0) r.softmax_rel += r.low_clip * std::exp(2 * r.qlogit);  // 0·inf is no bound
+  output_terms(m, scores, v, p, i, r);
 }
 
 RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
   RowBound b;
-  const double n = static_cast<double>(r.n), vq = r.vmax + m.s_v;
+  const double n = static_cast<double>(r.n), vq = r.vmax + 2 * m.e_v;
   b.logit_err = r.qlogit;
-  b.softmax_rel = std::expm1(2 * r.qlogit) + (n + 2) * unit_roundoff(m.quant.softmax);
+  b.softmax_rel = r.softmax_rel;
   // The weights sum to at most f (dropout's 1 / (1 - p)), which multiplies v's
   // step and the output's magnitude.
-  const double first_order = r.quant_weighted + m.f * m.s_v / 2 + m.s_o / 2 +
+  const double first_order = r.quant_weighted + m.f * m.e_v + m.e_o +
                              (m.quant.multiplier_rel + 2 * unit_roundoff(DType::f32)) * m.f * vq;
   // Kernel and golden are weighted sums of (dequantized) v rows.
-  const double cap = (m.f * (2 + b.softmax_rel) + n * m.quant.prob_step / 2) * vq + m.s_o / 2;
+  const double cap = (m.f * (2 + b.softmax_rel) + n * m.quant.prob_step / 2) * vq + m.e_o;
   b.capped = cap < first_order;
   b.bound = b.typical = std::fmin(first_order, cap);
   return b;
@@ -142,7 +221,7 @@ RowBound row_bound(const Model& m, const RowInputs& r) {
     return b;
   }
   if (r.n == 0) {
-    b.bound = b.typical = m.kind == KernelNumerics::Kind::quantized ? m.s_o / 2 : ulp(m.fp.storage, r.g_max);
+    b.bound = b.typical = m.kind == KernelNumerics::Kind::quantized ? m.e_o : ulp(m.fp.storage, r.g_max);
     return b;
   }
   return m.kind == KernelNumerics::Kind::quantized ? quantized_row_bound(m, r) : float_row_bound(m, r);
@@ -152,8 +231,11 @@ nlohmann::json describe_numerics(const Model& m) {
   if (m.kind == KernelNumerics::Kind::quantized)
     return {{"numerics", "quantized"}, {"input_qmax", m.quant.input_qmax},
             {"s_q", m.s_q}, {"s_k", m.s_k}, {"s_v", m.s_v}, {"s_o", m.s_o},
+            {"e_q", m.e_q}, {"e_k", m.e_k}, {"e_v", m.e_v}, {"e_o", m.e_o},
             {"score_step", m.quant.score_step}, {"prob_step", m.quant.prob_step},
-            {"multiplier_rel", m.quant.multiplier_rel}, {"softmax", dtype_name(m.quant.softmax)}};
+            {"multiplier_rel", m.quant.multiplier_rel}, {"softmax_unit", m.quant.softmax_unit},
+            {"softmax_abs", m.quant.softmax_abs},
+            {"score_range", {m.quant.scores.lo, m.quant.scores.hi}}};
   return {{"numerics", m.kind == KernelNumerics::Kind::exact ? "exact" : "float"},
           {"dtype", dtype_name(m.fp.storage)}, {"accumulation", dtype_name(m.fp.accumulation)},
           {"operands", dtype_name(m.fp.operands)}, {"scores", dtype_name(m.fp.scores)},
@@ -176,7 +258,7 @@ nlohmann::json describe(const Model& m, const RowInputs& r, const RowBound& b, i
   return j;
 }
 
-Model make_model(const Case& c, const CaseTensors& t, const KernelNumerics& numerics, int64_t E) {
+Model make_model(const Case& c, const CaseTensors& t, const Golden& g, const KernelNumerics& numerics, int64_t E) {
   Model m;
   m.kind = numerics.kind;
   m.fp = numerics.kind == KernelNumerics::Kind::exact ? KernelNumerics::naive(DType::f64).fp : numerics.fp;
@@ -191,10 +273,20 @@ Model make_model(const Case& c, const CaseTensors& t, const KernelNumerics& nume
   m.f = m.dropout ? 1.0 / (1.0 - c.dropout_p) : 1.0;
   m.additive_mask = t.mask && t.mask->dtype != DType::b8;
   if (numerics.kind == KernelNumerics::Kind::quantized) {
-    m.s_q = t.q.max_abs() / m.quant.input_qmax;
-    m.s_k = t.k.max_abs() / m.quant.input_qmax;
-    m.s_v = t.v.max_abs() / m.quant.input_qmax;
-    m.s_o = t.v.max_abs() / m.quant.output_qmax;
+    const QuantizedNumerics& qn = m.quant;
+    m.s_q = charged_step(qn.q, t.q.max_abs() / qn.input_qmax);
+    m.s_k = charged_step(qn.k, t.k.max_abs() / qn.input_qmax);
+    m.s_v = charged_step(qn.v, t.v.max_abs() / qn.input_qmax);
+    m.s_o = charged_step(qn.out, m.f * t.v.max_abs() / qn.output_qmax);  // dropout widens the output f-fold
+    // Half a step, and 2^-15 of a step more: the kernel rounds x·(1/S) in
+    // float before rounding it to the grid.
+    m.e_q = element_error(qn, qn.q, m.s_q, t.q.data);
+    m.e_k = element_error(qn, qn.k, m.s_k, t.k.data);
+    m.e_v = element_error(qn, qn.v, m.s_v, t.v.data);
+    // A golden g past the output's top, hi: a kernel value y below hi rounds
+    // to within |y - g| + half a step of g, one above it clamps to hi, g - hi
+    // from g. So the output adds the larger of the two (the bottom alike).
+    m.e_o = element_error(qn, qn.out, m.s_o, g.out.data);
   }
   return m;
 }
@@ -211,7 +303,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
     throw std::invalid_argument("no error model: the kernel set declares no numerics");
   AttentionCall call(c, t);
   const ConcreteSizes& s = call.sizes();
-  const Model m = make_model(c, t, numerics, s.E);
+  const Model m = make_model(c, t, g, numerics, s.E);
   Shape rows = s.batch;
   rows.insert(rows.end(), {s.Hq, s.Lq});
   ErrorBound eb;

@@ -1,5 +1,6 @@
 #include "oracles/error_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -124,6 +125,99 @@ TEST(ErrorModel, ValueRoundingIsWeightedByTheSoftmax) {
   Golden g = eigen_golden(c, t, {});
   ErrorBound b = error_bound(c, t, g, KernelNumerics::upcast(DType::bf16, true));
   EXPECT_LT(b.row_bound[0], 1e-3);  // u * max|V| would be 4
+}
+
+// Int8 numerics as cortex-m declares them: a fixed-point softmax whose
+// output is P on 1/256 steps (doubled: P = 1 saturates a full step low).
+QuantizedNumerics int8_numerics() {
+  QuantizedNumerics qn;
+  qn.score_step = 1.0 / 1024;
+  qn.prob_step = 2.0 / 256;
+  qn.multiplier_rel = std::ldexp(1.0, -30);
+  qn.softmax_unit = std::ldexp(1.0, -20);
+  qn.softmax_abs = std::ldexp(1.0, -28);
+  return qn;
+}
+
+// A quantized P moves a weight by at most half a step and at most its own
+// value (it rounds to 0): a long row's small weights are charged what they
+// weigh. One key of 1,000 holds half the row, each other weighs e^-7 of it
+// (4.6e-4, under half a step): half a step each would be 1,000 / 512 of |v|.
+TEST(ErrorModel, AQuantizedPsSmallWeightsAreChargedTheirValueNotHalfAStep) {
+  Case c = make_case(1, 1, 1, 1000, 1, 1);
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0};
+  std::fill(t.k.data.begin(), t.k.data.end(), 0.0);
+  t.k.data[0] = 7.0;
+  std::fill(t.v.data.begin(), t.v.data.end(), 1.0);
+  Golden g = eigen_golden(c, t, {});
+  ErrorBound b = error_bound(c, t, g, KernelNumerics::quantized(int8_numerics()));
+  EXPECT_LT(b.row_bound[0], 1000.0 / 512 / 2);
+  EXPECT_GT(b.row_bound[0], 999 * std::exp(-7.0) / 2);  // what the small weights do weigh
+}
+
+// Where the quantizer clips tails by design (a histogram observer's grid),
+// the most an element moves is how far it falls outside the range, not
+// half a step; the output's range charges how far the golden falls outside
+// it. A grid never loosens the bound otherwise: without `ranges_clip` a
+// range is not read, and a step coarser than max|x| / 127 is not taken.
+TEST(ErrorModel, AGridThatClipsATailChargesHowFarTheDataFallsOutside) {
+  Case c = make_case(1, 1, 1, 2, 1, 1);
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {0.5};
+  t.k.data = {0.5, -0.5};
+  t.v.data = {1.0, 1.0};
+  Golden g = eigen_golden(c, t, {});
+  QuantizedNumerics qn = int8_numerics();
+  qn.v = {1.0 / 127, -1.0, 1.0};
+  qn.out = {1.0 / 127, -1.0, 1.0};
+  qn.ranges_clip = true;
+  const double within = error_bound(c, t, g, KernelNumerics::quantized(qn)).row_bound[0];
+  EXPECT_LT(within, 0.1);
+  qn.v.hi = 0.5;  // v's 1.0 clips to 0.5
+  qn.ranges_clip = false;
+  EXPECT_DOUBLE_EQ(error_bound(c, t, g, KernelNumerics::quantized(qn)).row_bound[0], within);
+  qn.v.step = 0.5;
+  EXPECT_DOUBLE_EQ(error_bound(c, t, g, KernelNumerics::quantized(qn)).row_bound[0], within);
+  qn.v.step = 1.0 / 127;
+  qn.ranges_clip = true;
+  ErrorBound v_clipped = error_bound(c, t, g, KernelNumerics::quantized(qn));
+  EXPECT_DOUBLE_EQ(v_clipped.inputs()["e_v"].get<double>(), 0.5);
+  EXPECT_GT(v_clipped.row_bound[0], within + 0.5);
+  qn.v.hi = 1.0;
+  qn.out.hi = 0.75;  // the golden 1.0 lies 0.25 past the output's range
+  ErrorBound out_clipped = error_bound(c, t, g, KernelNumerics::quantized(qn));
+  EXPECT_DOUBLE_EQ(out_clipped.inputs()["e_o"].get<double>(), 0.25);
+  EXPECT_GT(out_clipped.row_bound[0], within + 0.24);  // in place of half a step, 1 / 254
+}
+
+// The scores' grid clips too. A score past its top is clipped down: a
+// logit error of that distance. One below its bottom is clipped up: it
+// weighs at most what a score at the bottom would, so a key 200 below the
+// row's max clipped to 50 below it changes nothing the bound could see,
+// and one clipped to half a unit above its score is charged its weight.
+TEST(ErrorModel, AScoreClippedByTheScoresGridIsChargedOnTheSideItFalls) {
+  Case c = make_case(1, 1, 1, 3, 1, 1);
+  c.scale = 1.0;
+  c.mask = mask_spec(DType::f32, {1, 3}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0};
+  t.k.data = {2.0, 0.0, -1.0};
+  t.mask->data = {0.0, 0.0, -199.0};  // scores 2, 0, -200
+  t.v.data = {1.0, 2.0, 3.0};
+  Golden g = eigen_golden(c, t, {});
+  QuantizedNumerics qn = int8_numerics();
+  qn.ranges_clip = true;
+  auto bound = [&](double lo, double hi) {
+    qn.scores = {1.0 / 64, lo, hi};
+    return error_bound(c, t, g, KernelNumerics::quantized(qn));
+  };
+  const double within = bound(-300, 4).row_bound[0];
+  EXPECT_LT(bound(-50, 4).row_bound[0], within * (1 + 1e-12));  // e^-52 of the row
+  EXPECT_GT(bound(-0.5, 300).row_bound[0], within + 3 * std::exp(-2.5) / 2);
+  ErrorBound top = bound(-300, 1.5);
+  EXPECT_GE(top.inputs()["logit_err"].get<double>(), 0.5);
+  EXPECT_GT(top.row_bound[0], within);
 }
 
 // The reference kernel in emulated numerics is a naive computation of the

@@ -6,6 +6,7 @@
 #include "backends/common/sdpa_entry.h"
 #include "backends/cortex_m/calibration.h"
 #include "backends/cortex_m/cmsis_kernels.h"
+#include "backends/cortex_m/cmsis_numerics.h"
 #include "backends/cortex_m/cortex_m_invariants.h"
 #include "backends/cortex_m/cortex_m_ops.h"
 #include "backends/cortex_m/decompose_sdpa_pass.h"
@@ -63,66 +64,6 @@ const Options& checked(const Options& o) {
   if (parse_shared_mutant(o.at("mutant")) != SharedMutant::none && o.at("guard") != "shared-decomp")
     throw InputError("option 'mutant': " + o.at("mutant") + " is a mutant of guard shared-decomp");
   return o;
-}
-
-// The scale of the int8 value a softmax reads, from the lowered graph: a
-// quantized softmax's input_scale, or the dequantize feeding an fp32 one
-// (through the fp32 MUL a rejected scale MUL leaves, and the mask adds of
-// shared-decomp).
-double score_step(const Graph& g) {
-  for (const Node& n : g.nodes) {
-    if (n.op == kSoftmaxOp) return std::get<double>(*n.kwarg("input_scale"));
-    if (n.op == "aten._softmax.default" || n.op == "aten.softmax.int" || n.op == "aten._safe_softmax.default") {
-      const Node* in = &g.nodes.at(std::get<ValueRef>(n.args.at(0)).node);
-      double factor = 1;
-      while (in->op == "aten.add.Tensor" || in->op == "aten.mul.Scalar") {
-        if (in->op == "aten.mul.Scalar") factor *= std::fabs(std::get<double>(in->args.at(1)));
-        in = &g.nodes.at(std::get<ValueRef>(in->args.at(0)).node);
-      }
-      if (in->op == kDequantizeOp) return factor * std::get<double>(in->args.at(1));
-    }
-  }
-  return 0;
-}
-
-// The scale of the int8 value the graph's output dequantizes, through
-// layout ops; 0 when the output is computed in float.
-double output_step(const Graph& g) {
-  static const std::set<std::string> layout = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
-                                               "aten.transpose.int", "aten.permute.default", "aten.clone.default",
-                                               "aten.contiguous.default"};
-  int i = g.outputs.at(0).node;
-  while (layout.count(g.nodes.at(i).op)) i = std::get<ValueRef>(g.nodes[i].args.at(0)).node;
-  const Node& n = g.nodes.at(i);
-  return n.op == kDequantizeOp ? std::get<double>(n.args.at(1)) : 0.0;
-}
-
-// How cmsis-nn computes a case, read from the graph it runs: int8 with
-// per-tensor min/max qparams where the graph holds the quantized bmm, the
-// portable f32 kernels otherwise (a kept SDPA upcasts like the math backend).
-KernelNumerics cmsis_numerics(const Case& c, const Graph& g) {
-  if (g.count(kBmmOp) + g.count(kMulOp) + g.count(kSoftmaxOp) == 0) {
-    if (g.count(kSdpaOp) > 0) return KernelNumerics::upcast(c.dtype, /*split_scale=*/true);
-    KernelNumerics n = KernelNumerics::naive(c.dtype);
-    n.fp.split_scale = g.count("aten._safe_softmax.default") > 0;  // shared-decomp's sqrt(scale) MULs
-    return n;
-  }
-  QuantizedNumerics q;
-  // Asymmetric min/max over a range holding 0: a step of at most 2·max|x| / 255.
-  q.input_qmax = 127;
-  q.output_qmax = 127;
-  q.score_step = score_step(g);
-  // P as the second bmm reads it: the fixed 1/256 of a quantized softmax, or
-  // its observer's step. A probability of 1 saturates at 255/256: one full step.
-  double prob = g.count(kSoftmaxOp) > 0 ? kSoftmaxOutScale : 0;
-  int seen = 0;
-  for (const Node& n : g.nodes)
-    if (n.op == kBmmOp && ++seen == 2) prob = std::get<double>(*n.kwarg("lhs_scale"));
-  q.prob_step = 2 * prob;
-  q.multiplier_rel = std::ldexp(1.0, -30);  // a Q31 multiplier >= 2^30, rounded by 1/2
-  q.softmax = DType::f16;  // Q0.31 exp, a Q12.19 row sum and a 3-step reciprocal: about 2^-11
-  q.output_step = output_step(g);
-  return KernelNumerics::quantized(q);
 }
 
 MulCheck parse_mul_check(const std::string& name) {
@@ -244,7 +185,9 @@ class CortexMTarget : public Target {
   std::vector<KernelSetInfo> kernel_sets() const override {
     return {{&kernels_, {DType::f32},
              "CMSIS-NN int8 models for the cortex_m ops, portable f32 kernels for what stays float",
-             cmsis_numerics}};
+             [histogram = options_.at("observer") == "histogram"](const Case& c, const Graph& g) {
+               return cmsis_numerics(c, g, histogram);
+             }}};
   }
   const KernelSet& exact_kernels() const override { return exact_; }
   const KernelSet& baseline_kernels() const override { return baseline_; }

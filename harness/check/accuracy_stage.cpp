@@ -18,10 +18,14 @@ CaseChecker::NumericsKey CaseChecker::numerics_key(const KernelNumerics& n) {
     return b;
   };
   const auto code = [](auto e) { return static_cast<uint64_t>(static_cast<int64_t>(e)); };
-  return {code(n.kind),        code(f.storage),      code(f.accumulation), code(f.operands),
-          code(f.scores),      code(f.probabilities), code(f.split_scale), bits(q.input_qmax),
-          bits(q.score_step),  bits(q.prob_step),    bits(q.output_qmax),  bits(q.multiplier_rel),
-          code(q.softmax)};
+  NumericsKey key{code(n.kind),        code(f.storage),      code(f.accumulation), code(f.operands),
+                  code(f.scores),      code(f.probabilities), code(f.split_scale), bits(q.input_qmax),
+                  bits(q.score_step),  bits(q.prob_step),    bits(q.output_qmax),  bits(q.multiplier_rel),
+                  bits(q.softmax_unit), bits(q.softmax_abs), code(q.ranges_clip)};
+  size_t i = 15;
+  for (const Int8Grid* g : {&q.q, &q.k, &q.v, &q.prob, &q.out, &q.scores})
+    for (double x : {g->step, g->lo, g->hi}) key[i++] = bits(x);
+  return key;
 }
 
 // The bound depends only on the run and the declaration: kernel sets that

@@ -22,6 +22,13 @@ struct FloatNumerics {
   bool split_scale = false;         // sqrt(|scale|) multiplied into q and into k
 };
 
+/// One tensor's int8 grid as the graph quantizes it: its step and the range
+/// it holds, [lo, hi] (an observer such as torch's HistogramObserver may
+/// clip a tail). A step of 0: not read from the graph.
+struct Int8Grid {
+  double step = 0, lo = 0, hi = 0;
+};
+
 /// Int8 attention with requantization. The steps are what the case and the
 /// graph hold: per-tensor symmetric q, k, v with scale max|x| / input_qmax
 /// from the run's own data, logits requantized to a fixed-point grid of
@@ -32,7 +39,23 @@ struct QuantizedNumerics {
   double prob_step = 0;
   double output_qmax = 127;
   double multiplier_rel = 0;  // relative error of a fixed-point requantization multiplier
-  DType softmax = DType::f32; // the float type exp and its sum are computed in
+  /// The softmax's own error beyond its logits': each weight is within
+  /// (n + 2)·softmax_unit of it relatively (n kept keys) plus softmax_abs
+  /// absolutely (in units of the row's largest weight, 1). A float softmax:
+  /// the unit roundoff of the type exp and its sum are computed in, no
+  /// absolute term; a fixed-point one: its row sum's step and its exp's.
+  double softmax_unit = 0x1p-24;
+  double softmax_abs = 0;
+  /// The grids of q, k, v, P and the attention output where the graph
+  /// declares them, and the narrowest the scores pass through. A grid only tightens
+  /// the bound: a step is taken where it is finer than max|x| / qmax (the
+  /// min/max step the numerics promise), and a range is read only where
+  /// `ranges_clip` says the quantizer clips tails by design; otherwise each
+  /// element is taken within half a step of its grid.
+  Int8Grid q, k, v, prob, out, scores;
+  /// The quantizer's observer may clip a tail (torch's HistogramObserver):
+  /// an element past a grid's range is charged how far it falls outside.
+  bool ranges_clip = false;
   /// The step of the int8 output the graph dequantizes last (0: none): the
   /// accuracy stage reports the end-to-end error in these steps (LSB).
   double output_step = 0;

@@ -78,7 +78,7 @@ KernelNumerics int8_numerics(const Case&, const Graph& g) {
   }
   if (!found) return {};
   qn.multiplier_rel = std::ldexp(1.0, -30);  // a Q31 multiplier m0 >= 2^30 rounded by 1/2
-  qn.softmax = DType::f32;
+  qn.softmax_unit = unit_roundoff(DType::f32);  // the toy's softmax is f32
   return KernelNumerics::quantized(qn);
 }
 

@@ -1,0 +1,109 @@
+// The numerics cmsis-nn declares, read from lowered graphs: every grid in
+// units of the call's tensors, whatever sits between the tensor and its
+// quantize (a transpose, shared-decomp's sqrt(scale)) or between the first
+// bmm and the softmax (the scale's MUL). MinMax observed the calibration
+// data, so each grid holds those values within half a step: a grid read in
+// the wrong units does not.
+#include "backends/cortex_m/cmsis_numerics.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/common/sdpa_entry.h"
+#include "backends/cortex_m/calibration.h"
+#include "backends/cortex_m/decompose_sdpa_pass.h"
+#include "backends/cortex_m/matmul_to_bmm_pass.h"
+#include "backends/cortex_m/quantize_lower_pass.h"
+#include "harness/case/tensor_data.h"
+
+namespace sdpa::cortex_m {
+namespace {
+
+Case call(double scale) {
+  Case c;
+  c.batch = {SymExpr(2)};
+  c.q_heads = c.kv_heads = 2;
+  c.q_len = 5;
+  c.kv_len = 7;
+  c.head_dim = c.value_dim = 4;
+  c.scale = scale;
+  c.data.seed = 11;
+  return c;
+}
+
+Graph lowered(const Case& c, const CaseTensors& t, Policy policy, QuantizerConfig config = {}) {
+  std::map<std::string, Tensor> in{{"q", t.q}, {"k", t.k}, {"v", t.v}};
+  Graph g = sdpa_entry_graph(c);
+  attach_example_inputs(g, in);
+  g = DecomposeSdpaPass(policy, std::nullopt).run(g, c.shape_env()).graph;
+  g = MatmulToBmmPass().run(g, {}).graph;
+  return QuantizeLowerPass(config).run(g, {}).graph;
+}
+
+double min_of(const std::vector<double>& x) { return *std::min_element(x.begin(), x.end()); }
+double max_of(const std::vector<double>& x) { return *std::max_element(x.begin(), x.end()); }
+
+// The grid holds [lo, hi] of the data within half a step (MinMax's rounded
+// zero point moves its range by up to that).
+void expect_holds(const Int8Grid& g, double lo, double hi, const char* what) {
+  ASSERT_GT(g.step, 0) << what;
+  EXPECT_LE(g.lo, lo + g.step / 2) << what;
+  EXPECT_GE(g.hi, hi - g.step / 2) << what;
+  EXPECT_LE(g.hi - g.lo, (hi - lo) * 1.01 + g.step) << what;  // and no wider: in the tensor's units
+}
+
+// The scores of the call (bhsd, equal heads), scale applied, over every
+// row and key.
+std::vector<double> scores(const Case& c, const CaseTensors& t) {
+  const int64_t Lq = c.q_len.constant(), Lkv = c.kv_len.constant(), E = c.head_dim;
+  const int64_t blocks = t.q.numel() / (Lq * E);
+  std::vector<double> all;
+  for (int64_t bh = 0; bh < blocks; ++bh)
+    for (int64_t i = 0; i < Lq; ++i)
+      for (int64_t j = 0; j < Lkv; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < E; ++e) dot += t.q.data[(bh * Lq + i) * E + e] * t.k.data[(bh * Lkv + j) * E + e];
+        all.push_back(*c.scale * dot);
+      }
+  return all;
+}
+
+TEST(CmsisNumerics, TheDecompositionsGridsAreInTheCallsUnitsTheScoresScaledBehindTheMul) {
+  for (double scale : {0.25, 3000.0, -2.0}) {
+    Case c = call(scale);
+    CaseTensors t = make_case_tensors(c, {});
+    KernelNumerics n = cmsis_numerics(c, lowered(c, t, Policy::decompose), false);
+    ASSERT_EQ(n.kind, KernelNumerics::Kind::quantized);
+    const QuantizedNumerics& q = n.quant;
+    expect_holds(q.q, std::fmin(0.0, min_of(t.q.data)), std::fmax(0.0, max_of(t.q.data)), "q");
+    expect_holds(q.k, std::fmin(0.0, min_of(t.k.data)), std::fmax(0.0, max_of(t.k.data)), "k");
+    expect_holds(q.v, std::fmin(0.0, min_of(t.v.data)), std::fmax(0.0, max_of(t.v.data)), "v");
+    const std::vector<double> s = scores(c, t);
+    expect_holds(q.scores, std::fmin(0.0, min_of(s)), std::fmax(0.0, max_of(s)), "scores");
+    EXPECT_FALSE(q.ranges_clip);
+  }
+}
+
+TEST(CmsisNumerics, SharedDecompsQAndKGridsAreDividedBySqrtScale) {
+  Case c = call(9.0);  // q and k each multiplied by 3 before they are quantized
+  CaseTensors t = make_case_tensors(c, {});
+  const QuantizedNumerics q = cmsis_numerics(c, lowered(c, t, Policy::shared_decomp), false).quant;
+  expect_holds(q.q, std::fmin(0.0, min_of(t.q.data)), std::fmax(0.0, max_of(t.q.data)), "q");
+  expect_holds(q.k, std::fmin(0.0, min_of(t.k.data)), std::fmax(0.0, max_of(t.k.data)), "k");
+}
+
+TEST(CmsisNumerics, OnlyTheHistogramObserversRangesClip) {
+  Case c = call(0.5);
+  CaseTensors t = make_case_tensors(c, {});
+  QuantizerConfig histogram;
+  histogram.observer = Observer::histogram;
+  EXPECT_TRUE(cmsis_numerics(c, lowered(c, t, Policy::decompose, histogram), true).quant.ranges_clip);
+  const QuantizedNumerics q = cmsis_numerics(c, lowered(c, t, Policy::decompose), false).quant;
+  EXPECT_FALSE(q.ranges_clip);
+  EXPECT_EQ(q.softmax_unit, std::ldexp(1.0, -20));  // arm_softmax_s8's row sum, not f16's 2^-11
+}
+
+}  // namespace
+}  // namespace sdpa::cortex_m
