@@ -274,10 +274,12 @@ Model make_model(const Case& c, const CaseTensors& t, const Golden& g, const Ker
   m.additive_mask = t.mask && t.mask->dtype != DType::b8;
   if (numerics.kind == KernelNumerics::Kind::quantized) {
     const QuantizedNumerics& qn = m.quant;
-    m.s_q = charged_step(qn.q, t.q.max_abs() / qn.input_qmax);
-    m.s_k = charged_step(qn.k, t.k.max_abs() / qn.input_qmax);
-    m.s_v = charged_step(qn.v, t.v.max_abs() / qn.input_qmax);
-    m.s_o = charged_step(qn.out, m.f * t.v.max_abs() / qn.output_qmax);  // dropout widens the output f-fold
+    const double floor = qn.step_floor;
+    m.s_q = charged_step(qn.q, std::fmax(floor, t.q.max_abs() / qn.input_qmax));
+    m.s_k = charged_step(qn.k, std::fmax(floor, t.k.max_abs() / qn.input_qmax));
+    m.s_v = charged_step(qn.v, std::fmax(floor, t.v.max_abs() / qn.input_qmax));
+    // Dropout widens the output f-fold.
+    m.s_o = charged_step(qn.out, std::fmax(floor, m.f * t.v.max_abs() / qn.output_qmax));
     // Half a step, and 2^-15 of a step more: the kernel rounds x·(1/S) in
     // float before rounding it to the grid.
     m.e_q = element_error(qn, qn.q, m.s_q, t.q.data);

@@ -1,6 +1,7 @@
 #include "backends/cortex_m/cmsis_numerics.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -10,13 +11,9 @@
 namespace sdpa::cortex_m {
 namespace {
 
-// The int8 grid of a node's output, from the qparams it carries (step 0:
-// none, a float value).
-Int8Grid grid_of(const Node& n) {
-  if (n.outputs.empty() || !n.outputs[0].qparams) return {};
-  const QParams& p = *n.outputs[0].qparams;
-  return {p.scale, static_cast<double>(p.qmin - p.zero_point) * p.scale,
-          static_cast<double>(p.qmax - p.zero_point) * p.scale};
+// The grid of int8 codes [-128, 127] with this scale and zero point.
+Int8Grid int8_grid(double scale, int64_t zp) {
+  return {scale, static_cast<double>(-128 - zp) * scale, static_cast<double>(127 - zp) * scale};
 }
 
 // The grid of x·factor for a grid of x (a negative factor swaps the ends).
@@ -62,7 +59,7 @@ Int8Grid input_grid(const Graph& g, const Arg& operand, const std::string& input
     x = &skip_layout(g, producer(g, x->args.at(0)));
   }
   if (x->op != "placeholder" || std::get<std::string>(x->args.at(0)) != input) return {};
-  return scaled(grid_of(quantize), 1 / factor);
+  return scaled(int8_grid(std::get<double>(quantize.args.at(1)), std::get<int64_t>(quantize.args.at(2))), 1 / factor);
 }
 
 bool is_softmax(const std::string& op) {
@@ -99,21 +96,32 @@ double output_step(const Graph& g) {
   return n.op == kDequantizeOp ? std::get<double>(n.args.at(1)) : 0.0;
 }
 
+// The grid a consumer reads an int8 value with, from its own arguments
+// (not the producer's metadata: the fold's softmax reads the bmm's codes
+// with a scale of its own). Step 0: the node reads none on the path.
+Int8Grid reading(const Node& n) {
+  if (n.op == kSoftmaxOp) return int8_grid(std::get<double>(*n.kwarg("input_scale")), std::get<int64_t>(n.args.at(2)));
+  if (n.op == kMulOp) return int8_grid(std::get<double>(*n.kwarg("a_scale")), std::get<int64_t>(n.args.at(1)));
+  if (n.op == kDequantizeOp) return int8_grid(std::get<double>(n.args.at(1)), std::get<int64_t>(n.args.at(2)));
+  return {};
+}
+
 // The narrowest int8 range the scores pass through from the first bmm to
-// the softmax, in units of the scaled scores: each int8 value on the path
-// back from the softmax (following first arguments), a grid behind the
-// scale's MUL multiplied by the scale. None where the path does not reach
-// the bmm. Under a mask only the softmax's own input is read (the ranges
-// before the mask's add hold q·k, not the masked scores).
+// the softmax, in units of the scaled scores: each reading on the path back
+// from the softmax (following first arguments), one behind the scale's MUL
+// (the MUL's own reading of its input included) multiplied by the scale.
+// None where the path does not reach the bmm. Under a mask only the
+// softmax's own reading counts (the ranges before the mask's add hold q·k,
+// not the masked scores; their clipping is not charged).
 Int8Grid scores_grid(const Case& c, const Graph& g, const Node& softmax, const Node& bmm) {
-  const Node* x = &producer(g, softmax.args.at(0));
-  if (c.mask) return grid_of(*x);
-  Int8Grid range;
+  Int8Grid range = reading(softmax);
+  if (c.mask) return range;
   double factor = 1;  // the scale, once its MUL is passed
+  const Node* x = &producer(g, softmax.args.at(0));
   for (int step = 0; step < 64; ++step) {
-    range = narrower(range, scaled(grid_of(*x), factor));
-    if (x == &bmm) return range;
     if (is_mul(x->op)) factor = c.effective_scale();
+    range = narrower(range, scaled(reading(*x), factor));
+    if (x == &bmm) return range;
     if (x->args.empty() || !std::holds_alternative<ValueRef>(x->args.at(0))) break;
     x = &producer(g, x->args.at(0));
   }
@@ -135,8 +143,10 @@ void read_grids(const Case& c, const Graph& g, QuantizedNumerics& q) {
   q.q = input_grid(g, qk.args.at(0), "q");
   q.k = input_grid(g, qk.args.at(2), "k");
   q.v = input_grid(g, pv.args.at(2), "v");
-  q.prob = grid_of(skip_layout(g, producer(g, pv.args.at(0))));
-  q.out = grid_of(pv);
+  // The bmms' own arguments: P as the P@V bmm reads it (lhs zero point
+  // negated), the output as it requantizes it.
+  q.prob = int8_grid(std::get<double>(*pv.kwarg("lhs_scale")), -std::get<int64_t>(pv.args.at(1)));
+  q.out = int8_grid(std::get<double>(*pv.kwarg("output_scale")), std::get<int64_t>(pv.args.at(4)));
   if (softmax) q.scores = scores_grid(c, g, *softmax, qk);
 }
 
@@ -177,6 +187,7 @@ KernelNumerics cmsis_numerics(const Case& c, const Graph& g, bool histogram) {
   q.output_step = output_step(g);
   read_grids(c, g, q);
   q.ranges_clip = histogram;  // HistogramObserver's L2 search clips tails; MinMax's range holds all it saw
+  q.step_floor = std::numeric_limits<float>::epsilon();  // both observers' smallest scale
   return KernelNumerics::quantized(q);
 }
 

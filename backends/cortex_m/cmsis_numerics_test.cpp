@@ -10,9 +10,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
 
 #include "backends/common/sdpa_entry.h"
 #include "backends/cortex_m/calibration.h"
+#include "backends/target_fixture.h"
 #include "backends/cortex_m/decompose_sdpa_pass.h"
 #include "backends/cortex_m/matmul_to_bmm_pass.h"
 #include "backends/cortex_m/quantize_lower_pass.h"
@@ -70,11 +74,17 @@ std::vector<double> scores(const Case& c, const CaseTensors& t) {
   return all;
 }
 
+// Behind the scale's MUL, or where the fold has the softmax read the bmm's
+// codes with a scale of its own.
 TEST(CmsisNumerics, TheDecompositionsGridsAreInTheCallsUnitsTheScoresScaledBehindTheMul) {
-  for (double scale : {0.25, 3000.0, -2.0}) {
+  QuantizerConfig fold;
+  fold.fold = true;
+  const std::pair<double, bool> calls[] = {{0.25, false}, {3000.0, false}, {-2.0, false}, {0.25, true}, {3000.0, true}};
+  for (const auto& [scale, folded] : calls) {
     Case c = call(scale);
     CaseTensors t = make_case_tensors(c, {});
-    KernelNumerics n = cmsis_numerics(c, lowered(c, t, Policy::decompose), false);
+    KernelNumerics n = cmsis_numerics(
+        c, folded ? lowered(c, t, Policy::decompose_fold, fold) : lowered(c, t, Policy::decompose), false);
     ASSERT_EQ(n.kind, KernelNumerics::Kind::quantized);
     const QuantizedNumerics& q = n.quant;
     expect_holds(q.q, std::fmin(0.0, min_of(t.q.data)), std::fmax(0.0, max_of(t.q.data)), "q");
@@ -94,15 +104,19 @@ TEST(CmsisNumerics, SharedDecompsQAndKGridsAreDividedBySqrtScale) {
   expect_holds(q.k, std::fmin(0.0, min_of(t.k.data)), std::fmax(0.0, max_of(t.k.data)), "k");
 }
 
+// Through the target's declaration, as the checker reads it.
 TEST(CmsisNumerics, OnlyTheHistogramObserversRangesClip) {
   Case c = call(0.5);
   CaseTensors t = make_case_tensors(c, {});
-  QuantizerConfig histogram;
-  histogram.observer = Observer::histogram;
-  EXPECT_TRUE(cmsis_numerics(c, lowered(c, t, Policy::decompose, histogram), true).quant.ranges_clip);
-  const QuantizedNumerics q = cmsis_numerics(c, lowered(c, t, Policy::decompose), false).quant;
-  EXPECT_FALSE(q.ranges_clip);
-  EXPECT_EQ(q.softmax_unit, std::ldexp(1.0, -20));  // arm_softmax_s8's row sum, not f16's 2^-11
+  const Graph g = lowered(c, t, Policy::decompose);
+  for (const char* observer : {"minmax", "histogram"}) {
+    static const TargetFixture targets;
+    auto target = targets.registry.make("cortex-m", {{"observer", observer}});
+    const QuantizedNumerics q = target->kernel_sets().at(0).numerics(c, g).quant;
+    EXPECT_EQ(q.ranges_clip, std::string(observer) == "histogram") << observer;
+    EXPECT_EQ(q.softmax_unit, std::ldexp(1.0, -20));  // arm_softmax_s8's row sum, not f16's 2^-11
+    EXPECT_EQ(q.step_floor, std::numeric_limits<float>::epsilon());
+  }
 }
 
 }  // namespace

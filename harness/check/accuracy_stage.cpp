@@ -21,8 +21,8 @@ CaseChecker::NumericsKey CaseChecker::numerics_key(const KernelNumerics& n) {
   NumericsKey key{code(n.kind),        code(f.storage),      code(f.accumulation), code(f.operands),
                   code(f.scores),      code(f.probabilities), code(f.split_scale), bits(q.input_qmax),
                   bits(q.score_step),  bits(q.prob_step),    bits(q.output_qmax),  bits(q.multiplier_rel),
-                  bits(q.softmax_unit), bits(q.softmax_abs), code(q.ranges_clip)};
-  size_t i = 15;
+                  bits(q.softmax_unit), bits(q.softmax_abs), code(q.ranges_clip), bits(q.step_floor)};
+  size_t i = 16;
   for (const Int8Grid* g : {&q.q, &q.k, &q.v, &q.prob, &q.out, &q.scores})
     for (double x : {g->step, g->lo, g->hi}) key[i++] = bits(x);
   return key;

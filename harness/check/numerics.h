@@ -56,6 +56,9 @@ struct QuantizedNumerics {
   /// The quantizer's observer may clip a tail (torch's HistogramObserver):
   /// an element past a grid's range is charged how far it falls outside.
   bool ranges_clip = false;
+  /// The smallest step the quantizer gives (torch's observers floor their
+  /// scale at f32's epsilon): max|x| / qmax is charged at least this.
+  double step_floor = 0;
   /// The step of the int8 output the graph dequantizes last (0: none): the
   /// accuracy stage reports the end-to-end error in these steps (LSB).
   double output_step = 0;
