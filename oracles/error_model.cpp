@@ -18,6 +18,7 @@ struct Model {
   FloatNumerics fp;
   QuantizedNumerics quant;
   double u_a = 0, u_op = 0, u_sc = 0, u_p = 0, d = 0, scale = 0, f = 1;
+  double signed_scale = 0;  // the effective scale with its sign (the scores before a mask)
   bool dropout = false, additive_mask = false;
   double s_q = 0, s_k = 0, s_v = 0, s_o = 0;  // quantization steps of this run
   double e_q = 0, e_k = 0, e_v = 0, e_o = 0;  // the most one element moves when quantized
@@ -31,7 +32,7 @@ struct RowInputs {
   double q_l1 = 0, qlogit = 0;   // quantized: |q_i|_1, the largest logit error over kept keys
   double quant_weighted = 0;     // quantized: the largest per-element output term
   double score_max = 0;          // quantized: the row's largest kept score
-  double low_clip = 0;           // quantized: sum of exp(lo - score_max) over keys below the scores' grid
+  double low_clip = 0;           // quantized: sum of exp(raised - score_max) over keys clipped up from far below
   double softmax_rel = 0;        // quantized: each weight's relative error
   bool finite = true;
 };
@@ -66,9 +67,9 @@ double element_error(const QuantizedNumerics& qn, const Int8Grid& g, double step
   return qn.ranges_clip && g.step > 0 ? std::fmax(half, farthest_outside(g, x)) : half;
 }
 
-// Whether the scores' grid can clip a score (a range read, the observer
-// clipping tails by design).
-bool clips(const QuantizedNumerics& qn) { return qn.ranges_clip && qn.scores.step > 0; }
+// Whether a grid of the scores can clip a score (a range read, the
+// observer clipping tails by design).
+bool clips(const QuantizedNumerics& qn, const Int8Grid& g) { return qn.ranges_clip && g.step > 0; }
 
 // The largest kept score of row i.
 double row_max(const MatrixD& scores, int64_t i) {
@@ -77,37 +78,58 @@ double row_max(const MatrixD& scores, int64_t i) {
   return max;
 }
 
-// The logit error of row i over its kept keys. Where the quantizer clips
-// tails, a score past the top of the scores' grid is clipped down: that
-// distance is a logit error. One below the bottom is clipped up: within a
-// step, a logit error too; farther (a -1e4 mask fill) no logit error
-// bounds it, but the key weighs at most what a score at the bottom would,
-// exp(lo - max) of the row before the logit error, added to low_clip.
-void logit_terms(const Model& m, const MatrixD& scores, const MatrixD& k, int64_t i, RowInputs& r) {
+// What clipping x to grid g does to a score: past the top it is clipped
+// down, a logit error of that distance (not charged to a key more than 40
+// below the row's max, `negligible`: moving down only lowers its e^-40 of
+// the row, which P's rounding of it, min(step/2, its weight), already
+// charges); below the bottom within a step, clipped up, a logit error too.
+// Farther below (a -1e4 mask fill) no logit error bounds it: the kernel's
+// score rises to lo + (score - x) (x the score without the mask, or the
+// score itself), returned (-inf: none).
+double clip_terms(const Int8Grid& g, double x, double score, bool negligible, double& logit) {
+  if (x > g.hi && !negligible) logit += x - g.hi;
+  if (x >= g.lo) return -kInf;
+  if (g.lo - x <= g.step) {
+    logit += g.lo - x;
+    return -kInf;
+  }
+  return g.lo + (score - x);
+}
+
+// The logit error of row i over its kept keys, and into `raised` each
+// key's score where a grid clips it up from far below (-inf elsewhere):
+// such a key weighs at most exp(raised - max) of the row before the logit
+// error, summed into low_clip. The scores' grid clips the masked scores,
+// the unmasked one (q·k)·scale before a mask's add.
+void logit_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const MatrixD& k, int64_t i,
+                 RowInputs& r, std::vector<double>& raised) {
   const QuantizedNumerics& qn = m.quant;
   r.score_max = row_max(scores, i);
+  raised.assign(static_cast<size_t>(scores.cols()), -kInf);
   for (int64_t j = 0; j < scores.cols(); ++j) {
     const double s = scores(i, j);
     if (s == -kInf) continue;
     const double k_l1 = k.row(j).cwiseAbs().sum();
     double e = m.scale * (m.e_q * k_l1 + m.e_k * r.q_l1 + m.d * m.e_q * m.e_k) +
                qn.multiplier_rel * std::fabs(s) + qn.score_step;
-    if (clips(qn) && s > qn.scores.hi) e += s - qn.scores.hi;
-    if (clips(qn) && s < qn.scores.lo) {
-      if (qn.scores.lo - s <= qn.scores.step)
-        e += qn.scores.lo - s;
-      else
-        r.low_clip += std::exp(qn.scores.lo - r.score_max);
+    // The kernel adds an additive mask in f32 (the golden in double): half
+    // an ulp of the masked score, 2^-11 of a row masked at -1e4.
+    if (m.additive_mask) e += unit_roundoff(DType::f32) * std::fabs(s);
+    const bool negligible = s < r.score_max - 40;
+    if (clips(qn, qn.scores)) raised[j] = clip_terms(qn.scores, s, s, negligible, e);
+    if (clips(qn, qn.unmasked_scores)) {
+      const double unmasked = m.signed_scale * q.row(i).dot(k.row(j));
+      raised[j] = std::fmax(raised[j], clip_terms(qn.unmasked_scores, unmasked, s, negligible, e));
     }
+    if (raised[j] > -kInf) r.low_clip += std::exp(raised[j] - r.score_max);
     r.qlogit = std::fmax(r.qlogit, e);
   }
 }
 
-// The most a key clipped up to the bottom of the scores' grid weighs in
-// the kernel (0 for a key within the grid).
-double clipped_weight(const Model& m, const RowInputs& r, double s) {
-  const Int8Grid& g = m.quant.scores;
-  return clips(m.quant) && g.lo - s > g.step ? std::exp(g.lo - r.score_max + 2 * r.qlogit) : 0.0;
+// The most a key clipped up from far below weighs in the kernel (0 for a
+// key no grid raised).
+double clipped_weight(const RowInputs& r, double raised) {
+  return raised > -kInf ? std::exp(raised - r.score_max + 2 * r.qlogit) : 0.0;
 }
 
 // How far quantizing a weight the kernel computes as at most w moves it:
@@ -124,7 +146,7 @@ double prob_moved(const Model& m, double w) {
 // The largest output term of row i: each weight within rel of p (and the
 // softmax's absolute error, and a clipped key's weight), then quantized.
 void output_terms(const Model& m, const MatrixD& scores, const MatrixD& v, const std::vector<double>& p,
-                  int64_t i, RowInputs& r) {
+                  const std::vector<double>& raised, int64_t i, RowInputs& r) {
   const QuantizedNumerics& qn = m.quant;
   const double rel = r.softmax_rel;
   for (int64_t e = 0; e < v.cols(); ++e) {
@@ -132,7 +154,7 @@ void output_terms(const Model& m, const MatrixD& scores, const MatrixD& v, const
     for (int64_t j = 0; j < scores.cols(); ++j) {
       if (scores(i, j) == -kInf) continue;
       const double a = std::fabs(v(j, e)) + m.e_v;
-      const double extra = qn.softmax_abs + clipped_weight(m, r, scores(i, j));
+      const double extra = qn.softmax_abs + clipped_weight(r, raised[j]);
       weighted += p[j] * a;
       rounded += (m.f * extra + prob_moved(m, m.f * (p[j] * (1 + rel) + extra))) * a;
     }
@@ -160,13 +182,15 @@ RowInputs row_inputs(const RowFacts& f, const double* g_row, int64_t Ev) {
 }
 
 void add_quantized_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const MatrixD& k,
-                         const MatrixD& v, const std::vector<double>& p, int64_t i, RowInputs& r) {
+                         const MatrixD& v, const std::vector<double>& p, int64_t i, RowInputs& r,
+                         std::vector<double>& raised) {
   r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
-  logit_terms(m, scores, k, i, r);
+  logit_terms(m, scores, q, k, i, r, raised);
+  // The softmax's own rounding compounds with the logits' (1 + a)(1 + b) - 1.
   // Keys clipped up add to the row's sum: every weight shrinks by as much.
-  r.softmax_rel = std::expm1(2 * r.qlogit) + (r.n + 2) * m.quant.softmax_unit;
+  r.softmax_rel = std::expm1(2 * r.qlogit) + (r.n + 2) * m.quant.softmax_unit * std::exp(2 * r.qlogit);
   if (r.low_clip > 0) r.softmax_rel += r.low_clip * std::exp(2 * r.qlogit);  // 0·inf is no bound
-  output_terms(m, scores, v, p, i, r);
+  output_terms(m, scores, v, p, raised, i, r);
 }
 
 RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
@@ -178,8 +202,13 @@ RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
   // step and the output's magnitude.
   const double first_order = r.quant_weighted + m.f * m.e_v + m.e_o +
                              (m.quant.multiplier_rel + 2 * unit_roundoff(DType::f32)) * m.f * vq;
-  // Kernel and golden are weighted sums of (dequantized) v rows.
-  const double cap = (m.f * (2 + b.softmax_rel) + n * m.quant.prob_step / 2) * vq + m.e_o;
+  // Kernel and golden are weighted sums of (dequantized) v rows. The
+  // kernel's softmax normalizes over its own scores, so whatever the logit
+  // errors and clipped keys (softmax_rel may be inf: a row masked at -1e4
+  // below the scores' grid), its weights sum to 1 within the fixed point's
+  // roundings, and P's to that within half a step each.
+  const double sum_rel = (n + 2) * m.quant.softmax_unit + n * m.quant.softmax_abs;
+  const double cap = (m.f * (2 + sum_rel) + n * m.quant.prob_step / 2) * vq + m.e_o;
   b.capped = cap < first_order;
   b.bound = b.typical = std::fmin(first_order, cap);
   return b;
@@ -235,7 +264,9 @@ nlohmann::json describe_numerics(const Model& m) {
             {"score_step", m.quant.score_step}, {"prob_step", m.quant.prob_step},
             {"multiplier_rel", m.quant.multiplier_rel}, {"softmax_unit", m.quant.softmax_unit},
             {"softmax_abs", m.quant.softmax_abs},
-            {"score_range", {m.quant.scores.lo, m.quant.scores.hi}}};
+            {"score_range", {m.quant.scores.lo, m.quant.scores.hi}},
+            {"unmasked_score_range", {m.quant.unmasked_scores.lo, m.quant.unmasked_scores.hi}},
+            {"ranges_clip", m.quant.ranges_clip}};
   return {{"numerics", m.kind == KernelNumerics::Kind::exact ? "exact" : "float"},
           {"dtype", dtype_name(m.fp.storage)}, {"accumulation", dtype_name(m.fp.accumulation)},
           {"operands", dtype_name(m.fp.operands)}, {"scores", dtype_name(m.fp.scores)},
@@ -268,7 +299,8 @@ Model make_model(const Case& c, const CaseTensors& t, const Golden& g, const Ker
   m.u_sc = unit_roundoff(m.fp.scores);
   m.u_p = unit_roundoff(m.fp.probabilities);
   m.d = static_cast<double>(E);
-  m.scale = std::fabs(c.effective_scale());
+  m.signed_scale = c.effective_scale();
+  m.scale = std::fabs(m.signed_scale);
   m.dropout = c.dropout_p > 0;
   m.f = m.dropout ? 1.0 / (1.0 - c.dropout_p) : 1.0;
   m.additive_mask = t.mask && t.mask->dtype != DType::b8;
@@ -322,7 +354,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
   RowInputs worst_inputs;
   RowBound worst_bound;
   MatrixD scores, low, q, k, v;
-  std::vector<double> p(s.Lkv);
+  std::vector<double> p(s.Lkv), raised;
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       KeyNorms norms;
@@ -341,7 +373,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
           own = row_facts(call, b, h, i, scores.data() + i * s.Lkv, p.data(), norms);
         }
         RowInputs r = row_inputs(blocks ? own : cached->rows[row], g.out.data.data() + row * s.Ev, s.Ev);
-        if (quantized && r.finite && r.n > 0) add_quantized_terms(m, scores, q, k, v, p, i, r);
+        if (quantized && r.finite && r.n > 0) add_quantized_terms(m, scores, q, k, v, p, i, r, raised);
         RowBound rb = row_bound(m, r);
         eb.row_bound[row] = rb.bound;
         eb.row_typical[row] = rb.typical;

@@ -32,11 +32,21 @@ namespace sdpa {
 /// run's tensors, s_o = max|v| / output_qmax, score_step, prob_step):
 ///   logit_err   = |scale| (s_q/2 |k_j|_1 + s_k/2 |q_i|_1 + d s_q s_k / 4)
 ///                 + multiplier_rel |s_ij| + score_step, max over kept j
-///   softmax_rel = expm1(2 logit_err) + (n + 2) u_softmax
-///   bound       = max_e [softmax_rel sum_j p_j (|v_je| + s_v/2)
-///                 + prob_step/2 sum_j (|v_je| + s_v/2)] + s_v/2 + s_o/2
-///                 + (multiplier_rel + 2 u_f32)(Vmax + s_v)
-/// and its typical estimate is the bound itself (no statistical model).
+///   softmax_rel = expm1(2 logit_err) + (n + 2) u_softmax e^(2 logit_err)
+///   bound       = min(max_e [f softmax_rel sum_j p_j (|v_je| + s_v/2)
+///                 + sum_j moved_j (|v_je| + s_v/2)] + f s_v/2 + s_o/2
+///                 + (multiplier_rel + 2 u_f32) f (Vmax + s_v), cap)
+/// where moved_j = f abs + min(prob_step/2, f (p_j (1 + softmax_rel) + abs))
+/// with abs = softmax_abs (each weight's absolute error), and cap =
+/// (f (2 + (n + 2) u_softmax + n softmax_abs) + n prob_step/2)(Vmax + s_v)
+/// + s_o/2 holds whatever the logit errors: the kernel's weights are its
+/// own softmax's, summing to 1 within its roundings. Where the graph's
+/// grids clip (`ranges_clip`), an element's half step becomes its distance
+/// outside the range where larger, and a score clipped up from far below
+/// a grid of the scores (the masked scores', or before a mask's add the
+/// unmasked (q·k)·scale's) adds its weight at the bottom of the grid (plus
+/// its mask, for the unmasked grid). Its typical
+/// estimate is the bound itself (no statistical model).
 ///
 /// A fully masked row (n = 0) gets the output rounding alone; a row with a
 /// non-finite input or score gets +inf (its NaN/inf positions are checked

@@ -220,6 +220,136 @@ TEST(ErrorModel, AScoreClippedByTheScoresGridIsChargedOnTheSideItFalls) {
   EXPECT_GT(top.row_bound[0], within);
 }
 
+// Before a mask's add the scores are (q·k)·scale alone, and a grid there
+// clips them, not the masked scores: a key whose unmasked score 2 is
+// clipped to 1.5 is a logit error of 0.5 although its masked score, -1, is
+// within the scores' grid; one whose unmasked score 0 is clipped up to 0.5
+// (more than a step) has the kernel score 0.5 - 2 with its mask, and is
+// charged what it then weighs, e^(-1.5 - (-1)) of the row.
+TEST(ErrorModel, AGridBeforeTheMasksAddClipsTheUnmaskedScores) {
+  Case c = make_case(1, 1, 1, 3, 1, 1);
+  c.scale = 1.0;
+  c.mask = mask_spec(DType::f32, {1, 3}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0};
+  t.k.data = {2.0, 0.0, -1.0};
+  t.mask->data = {-3.0, -2.0, -4.0};  // masked scores -1, -2, -5
+  t.v.data = {1.0, 2.0, 3.0};
+  Golden g = eigen_golden(c, t, {});
+  QuantizedNumerics qn = int8_numerics();
+  qn.ranges_clip = true;
+  auto bound = [&](double lo, double hi) {
+    qn.unmasked_scores = {1.0 / 64, lo, hi};
+    return error_bound(c, t, g, KernelNumerics::quantized(qn));
+  };
+  const double within = bound(-4, 4).row_bound[0];
+  ErrorBound top = bound(-4, 1.5);
+  EXPECT_GE(top.inputs()["logit_err"].get<double>(), 0.5);
+  EXPECT_GT(top.row_bound[0], within);
+  qn.unmasked_scores = {};
+  qn.scores = {1.0 / 64, -6, 1.5};  // the masked scores' grid holds them all
+  EXPECT_LT(error_bound(c, t, g, KernelNumerics::quantized(qn)).inputs()["logit_err"].get<double>(), 0.5);
+  qn.scores = {};
+  ErrorBound low = bound(0.5, 4);
+  EXPECT_GT(low.row_bound[0], within + 2 * std::exp(-1.5 - (-1.0)));
+  // Raised to the grid's bottom without their masks, the two keys would
+  // add e^1.5 each to the row's sum: softmax_rel past 8.
+  EXPECT_LT(low.inputs()["softmax_rel"].get<double>(), 1.0);
+  // A key masked at -1e4 weighs e^-1e4 of the row: its unmasked score
+  // clipped down lowers nothing that counts.
+  t.mask->data = {-1e4, -2.0, -4.0};
+  g = eigen_golden(c, t, {});
+  EXPECT_LT(bound(-4, 1.5).inputs()["logit_err"].get<double>(), 0.5);
+}
+
+// The kernel adds the mask in f32: a row masked at -1e4 has each score
+// rounded by up to half an ulp of 1e4, a logit error beside the scores'
+// step.
+TEST(ErrorModel, AnInt8RowMaskedAtMinus1e4IsChargedTheF32AddsRounding) {
+  Case c = make_case(1, 1, 1, 2, 1, 1);
+  c.mask = mask_spec(DType::f32, {1, 2}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {0.0};
+  t.k.data = {0.0, 0.0};
+  t.mask->data = {-1e4, -1e4};
+  t.v.data = {1.0, -1.0};
+  Golden g = eigen_golden(c, t, {});
+  const QuantizedNumerics qn = int8_numerics();
+  const double logit = error_bound(c, t, g, KernelNumerics::quantized(qn)).inputs()["logit_err"].get<double>();
+  EXPECT_GE(logit, qn.score_step + 1e4 * std::ldexp(1.0, -24));
+}
+
+// A weight's relative error compounds the logits' and the softmax's own:
+// (1 + expm1(2 logit)) (1 + (n + 2) u) - 1, more than their sum where both
+// are large.
+TEST(ErrorModel, TheSoftmaxsRoundingCompoundsWithTheLogitError) {
+  Case c = make_case(1, 1, 1, 1, 1, 1);
+  CaseTensors t = make_case_tensors(c, {});
+  Golden g = eigen_golden(c, t, {});
+  QuantizedNumerics qn = int8_numerics();
+  qn.score_step = 0.5;
+  qn.softmax_unit = 0.01;
+  const nlohmann::json in = error_bound(c, t, g, KernelNumerics::quantized(qn)).inputs();
+  const double logit = in["logit_err"].get<double>(), n = 1;
+  EXPECT_GE(logit, 0.5);
+  EXPECT_NEAR(in["softmax_rel"].get<double>(), std::exp(2 * logit) * (1 + (n + 2) * 0.01) - 1, 1e-12);
+}
+
+// A row masked at -1e4 lies far below a clipping scores' grid: every key
+// is clipped up to its bottom and the kernel averages v uniformly, where
+// the golden weighs the unmasked scores. No logit error bounds that
+// (softmax_rel is inf), but the cap does: both are weighted sums of v rows
+// whose weights sum to 1. The row stays checked, and the uniform average
+// the kernel gives stays within it.
+TEST(ErrorModel, ARowMaskedFarBelowTheScoresGridKeepsAFiniteCap) {
+  Case c = make_case(1, 1, 1, 3, 1, 1);
+  c.scale = 1.0;
+  c.mask = mask_spec(DType::f32, {1, 3}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0};
+  t.k.data = {4.0, 0.0, -4.0};
+  t.mask->data = {-1e4, -1e4, -1e4};
+  t.v.data = {1.0, -1.0, -1.0};
+  Golden g = eigen_golden(c, t, {});
+  QuantizedNumerics qn = int8_numerics();
+  qn.ranges_clip = true;
+  qn.scores = {1.0 / 16, -8.0, 8.0};
+  ErrorBound b = error_bound(c, t, g, KernelNumerics::quantized(qn));
+  ASSERT_TRUE(std::isfinite(b.row_bound[0]));
+  EXPECT_TRUE(b.inputs()["capped"].get<bool>());
+  const double uniform = -1.0 / 3;
+  EXPECT_GT(b.row_bound[0], std::fabs(uniform - g.out.data[0]));
+  EXPECT_LT(b.row_bound[0], 2.1 * (1 + 1.0 / 127));  // (2 + rounding) (Vmax + s_v/2 + ...)
+}
+
+// Each input's grid clips as v's does, P's range clips a weight past its
+// top down to it, and a step the graph declares finer than max|x| / 127 is
+// the one charged.
+TEST(ErrorModel, QKPGridsClipAndAFinerDeclaredStepIsCharged) {
+  Case c = make_case(1, 1, 1, 1, 1, 1);
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {0.5};
+  t.k.data = {0.5};
+  t.v.data = {1.0};
+  Golden g = eigen_golden(c, t, {});
+  QuantizedNumerics qn = int8_numerics();
+  qn.ranges_clip = true;
+  const double within = error_bound(c, t, g, KernelNumerics::quantized(qn)).row_bound[0];
+  auto inputs = [&] { return error_bound(c, t, g, KernelNumerics::quantized(qn)).inputs(); };
+  qn.q = {1.0 / 127, -0.25, 0.25};  // q's 0.5 clips to 0.25
+  EXPECT_DOUBLE_EQ(inputs()["e_q"].get<double>(), 0.25);
+  qn.q = {};
+  qn.k = {1.0 / 127, -0.125, 0.125};
+  EXPECT_DOUBLE_EQ(inputs()["e_k"].get<double>(), 0.375);
+  qn.k = {};
+  qn.prob = {1.0 / 256, 0.0, 0.75};  // the one weight, 1, clips to 0.75
+  EXPECT_GT(error_bound(c, t, g, KernelNumerics::quantized(qn)).row_bound[0], within + 0.24);
+  qn.prob = {};
+  qn.v = {1.0 / 4096, -8.0, 8.0};  // finer than max|v| / 127
+  EXPECT_DOUBLE_EQ(inputs()["s_v"].get<double>(), 1.0 / 4096);
+  EXPECT_LT(error_bound(c, t, g, KernelNumerics::quantized(qn)).row_bound[0], within);
+}
+
 // The reference kernel in emulated numerics is a naive computation of the
 // call in the case dtype: every element must stay within its row's bound.
 TEST(ErrorModel, NaiveLowPrecisionKernelsStayWithinTheBound) {

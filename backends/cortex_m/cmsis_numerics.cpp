@@ -106,26 +106,41 @@ Int8Grid reading(const Node& n) {
   return {};
 }
 
-// The narrowest int8 range the scores pass through from the first bmm to
+// The narrowest int8 ranges the scores pass through from the first bmm to
 // the softmax, in units of the scaled scores: each reading on the path back
 // from the softmax (following first arguments), one behind the scale's MUL
 // (the MUL's own reading of its input included) multiplied by the scale.
-// None where the path does not reach the bmm. Under a mask only the
-// softmax's own reading counts (the ranges before the mask's add hold q·k,
-// not the masked scores; their clipping is not charged).
-Int8Grid scores_grid(const Case& c, const Graph& g, const Node& softmax, const Node& bmm) {
-  Int8Grid range = reading(softmax);
-  if (c.mask) return range;
+// Under a mask, a reading behind the mask's add holds the scores without
+// the mask: it goes to `unmasked`. Where the path does not reach the bmm,
+// or a masked call's adds no mask (a mutant that drops it), only a masked
+// call's softmax's own reading: the others would be compared with scores
+// the kernel never saw.
+void scores_grids(const Case& c, const Graph& g, const Node& softmax, const Node& bmm, Int8Grid& masked,
+                  Int8Grid& unmasked) {
+  Int8Grid range = reading(softmax), before_add;
+  bool past_add = false;
   double factor = 1;  // the scale, once its MUL is passed
   const Node* x = &producer(g, softmax.args.at(0));
   for (int step = 0; step < 64; ++step) {
     if (is_mul(x->op)) factor = c.effective_scale();
-    range = narrower(range, scaled(reading(*x), factor));
-    if (x == &bmm) return range;
+    if (past_add)
+      before_add = narrower(before_add, scaled(reading(*x), factor));
+    else
+      range = narrower(range, scaled(reading(*x), factor));
+    if (x == &bmm && (past_add || !c.mask)) {
+      masked = range;
+      unmasked = before_add;
+      return;
+    }
+    if (x == &bmm) break;  // a masked call whose path adds no mask
+    if (x->op == "aten.add.Tensor" && c.mask) past_add = true;
     if (x->args.empty() || !std::holds_alternative<ValueRef>(x->args.at(0))) break;
     x = &producer(g, x->args.at(0));
   }
-  return {};
+  // The path is not followed: only the softmax's own reading is known to
+  // hold the masked scores.
+  masked = c.mask ? reading(softmax) : Int8Grid{};
+  unmasked = {};
 }
 
 // The grids of q, k, v, P, the output and the scores the int8 graph
@@ -147,7 +162,7 @@ void read_grids(const Case& c, const Graph& g, QuantizedNumerics& q) {
   // negated), the output as it requantizes it.
   q.prob = int8_grid(std::get<double>(*pv.kwarg("lhs_scale")), -std::get<int64_t>(pv.args.at(1)));
   q.out = int8_grid(std::get<double>(*pv.kwarg("output_scale")), std::get<int64_t>(pv.args.at(4)));
-  if (softmax) q.scores = scores_grid(c, g, *softmax, qk);
+  if (softmax) scores_grids(c, g, *softmax, qk, q.scores, q.unmasked_scores);
 }
 
 }  // namespace

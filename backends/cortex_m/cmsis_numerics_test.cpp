@@ -16,6 +16,7 @@
 
 #include "backends/common/sdpa_entry.h"
 #include "backends/cortex_m/calibration.h"
+#include "backends/cortex_m/cortex_m_ops.h"
 #include "backends/target_fixture.h"
 #include "backends/cortex_m/decompose_sdpa_pass.h"
 #include "backends/cortex_m/matmul_to_bmm_pass.h"
@@ -39,6 +40,7 @@ Case call(double scale) {
 
 Graph lowered(const Case& c, const CaseTensors& t, Policy policy, QuantizerConfig config = {}) {
   std::map<std::string, Tensor> in{{"q", t.q}, {"k", t.k}, {"v", t.v}};
+  if (t.mask) in.emplace("attn_mask", *t.mask);
   Graph g = sdpa_entry_graph(c);
   attach_example_inputs(g, in);
   g = DecomposeSdpaPass(policy, std::nullopt).run(g, c.shape_env()).graph;
@@ -102,6 +104,59 @@ TEST(CmsisNumerics, SharedDecompsQAndKGridsAreDividedBySqrtScale) {
   const QuantizedNumerics q = cmsis_numerics(c, lowered(c, t, Policy::shared_decomp), false).quant;
   expect_holds(q.q, std::fmin(0.0, min_of(t.q.data)), std::fmax(0.0, max_of(t.q.data)), "q");
   expect_holds(q.k, std::fmin(0.0, min_of(t.k.data)), std::fmax(0.0, max_of(t.k.data)), "k");
+}
+
+// shared-decomp adds the mask in f32 between the bmm's dequantize and the
+// softmax: the bmm's grid holds the scores without the mask, and no grid
+// holds them with it. Unmasked, the same grid holds the scores.
+TEST(CmsisNumerics, SharedDecompsBmmGridHoldsTheScoresBeforeTheMasksAdd) {
+  for (bool masked : {true, false}) {
+    Case c = call(9.0);
+    if (masked) {
+      MaskSpec m;
+      m.dtype = DType::f32;
+      m.shape = {SymExpr(5), SymExpr(7)};
+      m.pattern = MaskPattern::random;
+      m.param = 0.5;
+      m.fill = MaskFill::neg_1e4;
+      c.mask = m;
+    }
+    CaseTensors t = make_case_tensors(c, {});
+    const QuantizedNumerics q = cmsis_numerics(c, lowered(c, t, Policy::shared_decomp), false).quant;
+    const std::vector<double> s = scores(c, t);
+    expect_holds(masked ? q.unmasked_scores : q.scores, std::fmin(0.0, min_of(s)), std::fmax(0.0, max_of(s)),
+                 masked ? "unmasked scores" : "scores");
+    EXPECT_EQ((masked ? q.scores : q.unmasked_scores).step, 0) << masked;
+  }
+}
+
+// A graph that adds no mask to a masked call's scores (a mutant drops it)
+// has no reading of the masked scores but the softmax's own: the MUL's
+// holds scores the call never had. Here the MUL reads its input on a grid
+// of half the range, narrower than the softmax's: taken for the unmasked
+// call, not for the masked one.
+TEST(CmsisNumerics, AMaskedCallWhosePathAddsNoMaskReadsTheSoftmaxAlone) {
+  Case unmasked = call(0.5);
+  CaseTensors t = make_case_tensors(unmasked, {});
+  Graph g = lowered(unmasked, t, Policy::decompose);  // the mask dropped
+  const Node* softmax = nullptr;
+  for (Node& n : g.nodes) {
+    if (n.op == kSoftmaxOp) softmax = &n;
+    for (auto& [key, value] : n.kwargs)
+      if (n.op == kMulOp && key == "a_scale") value = std::get<double>(value) / 2;
+  }
+  ASSERT_NE(softmax, nullptr);
+  const double step = std::get<double>(*softmax->kwarg("input_scale"));
+  const auto zp = static_cast<double>(std::get<int64_t>(softmax->args.at(2)));
+  Case masked = unmasked;
+  masked.mask = MaskSpec{};
+  masked.mask->shape = {SymExpr(5), SymExpr(7)};
+  const QuantizedNumerics q = cmsis_numerics(masked, g, false).quant;
+  EXPECT_EQ(q.scores.step, step);
+  EXPECT_EQ(q.scores.lo, (-128 - zp) * step);
+  EXPECT_EQ(q.scores.hi, (127 - zp) * step);
+  EXPECT_EQ(q.unmasked_scores.step, 0);
+  EXPECT_LT(cmsis_numerics(unmasked, g, false).quant.scores.step, step);
 }
 
 // Through the target's declaration, as the checker reads it.

@@ -23,7 +23,7 @@ CaseChecker::NumericsKey CaseChecker::numerics_key(const KernelNumerics& n) {
                   bits(q.score_step),  bits(q.prob_step),    bits(q.output_qmax),  bits(q.multiplier_rel),
                   bits(q.softmax_unit), bits(q.softmax_abs), code(q.ranges_clip), bits(q.step_floor)};
   size_t i = 16;
-  for (const Int8Grid* g : {&q.q, &q.k, &q.v, &q.prob, &q.out, &q.scores})
+  for (const Int8Grid* g : {&q.q, &q.k, &q.v, &q.prob, &q.out, &q.scores, &q.unmasked_scores})
     for (double x : {g->step, g->lo, g->hi}) key[i++] = bits(x);
   return key;
 }

@@ -113,7 +113,7 @@ class CaseChecker {
   // The error model depends only on the run and the kernel set's declared
   // numerics for this case and graph: computed once per run and set.
   // Its fields, a double by its bits: two declarations share a bound only when identical.
-  using NumericsKey = std::array<uint64_t, 34>;  // numerics_key: 16 fields and 6 grids of 3
+  using NumericsKey = std::array<uint64_t, 37>;  // numerics_key: 16 fields and 7 grids of 3
   static NumericsKey numerics_key(const KernelNumerics& n);
 
   // The bound depends only on the run and the declaration: kernel sets that

@@ -53,6 +53,10 @@ struct QuantizedNumerics {
   /// `ranges_clip` says the quantizer clips tails by design; otherwise each
   /// element is taken within half a step of its grid.
   Int8Grid q, k, v, prob, out, scores;
+  /// The narrowest grid the scores pass through before a mask is added to
+  /// them, in units of (q·k)·scale without the mask (step 0: none, or no
+  /// mask on the path).
+  Int8Grid unmasked_scores;
   /// The quantizer's observer may clip a tail (torch's HistogramObserver):
   /// an element past a grid's range is charged how far it falls outside.
   bool ranges_clip = false;

@@ -121,8 +121,10 @@ void expect_finding(const std::string& fault, const std::string& verdict, const 
                                },
                                replay_worker(limits).get());
   EXPECT_EQ(t.as_expected, static_cast<int64_t>(files.size()));
-  // explain names the death and does not run the case in its own process.
-  auto isolated = replay_worker();
+  // explain names the death and does not run the case in its own process
+  // (in a worker with the campaign's limits: under the default 0.25 s a
+  // loaded machine's 96 MiB allocation would end as a timeout).
+  auto isolated = replay_worker(limits);
   auto told = explain_worker_death(read_corpus_file(w.file), w.file, fixture().registry, *fixture().reference,
                                    *isolated);
   ASSERT_TRUE(told.has_value());
