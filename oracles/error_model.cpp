@@ -33,8 +33,16 @@ struct RowInputs {
   double quant_weighted = 0;     // quantized: the largest per-element output term
   double score_max = 0;          // quantized: the row's largest kept score
   double low_clip = 0;           // quantized: sum of exp(raised - score_max) over keys clipped up from far below
-  double softmax_rel = 0;        // quantized: each weight's relative error
+  double softmax_rel = 0;        // quantized: the largest weight's relative error
+  double norm_lo = 0;            // quantized: the least the kernel's normalizer is of the golden's
   bool finite = true;
+};
+
+// Per key of one quantized row (scratch reused from row to row): the score
+// a grid raised it to (-inf: none), its logit error, and its weight's
+// relative error.
+struct KeyTerms {
+  std::vector<double> raised, logit, rel;
 };
 
 struct RowBound {
@@ -96,16 +104,20 @@ double clip_terms(const Int8Grid& g, double x, double score, bool negligible, do
   return g.lo + (score - x);
 }
 
-// The logit error of row i over its kept keys, and into `raised` each
-// key's score where a grid clips it up from far below (-inf elsewhere):
-// such a key weighs at most exp(raised - max) of the row before the logit
-// error, summed into low_clip. The scores' grid clips the masked scores,
-// the unmasked one (q·k)·scale before a mask's add.
+// The logit error of each kept key of row i (their largest in qlogit),
+// and each key's score where a grid clips it up from far below (-inf
+// elsewhere): such a key weighs at most exp(raised - max) of the row
+// before its logit error, summed into low_clip. The scores' grid clips the
+// masked scores, the unmasked one (q·k)·scale before a mask's add.
 void logit_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const MatrixD& k, int64_t i,
-                 RowInputs& r, std::vector<double>& raised) {
+                 RowInputs& r, KeyTerms& keys) {
   const QuantizedNumerics& qn = m.quant;
   r.score_max = row_max(scores, i);
-  raised.assign(static_cast<size_t>(scores.cols()), -kInf);
+  const auto n = static_cast<size_t>(scores.cols());
+  keys.raised.assign(n, -kInf);
+  keys.logit.assign(n, 0.0);
+  keys.rel.assign(n, 0.0);
+  std::vector<double>& raised = keys.raised;
   for (int64_t j = 0; j < scores.cols(); ++j) {
     const double s = scores(i, j);
     if (s == -kInf) continue;
@@ -122,14 +134,45 @@ void logit_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const 
       raised[j] = std::fmax(raised[j], clip_terms(qn.unmasked_scores, unmasked, s, negligible, e));
     }
     if (raised[j] > -kInf) r.low_clip += std::exp(raised[j] - r.score_max);
+    keys.logit[j] = e;
     r.qlogit = std::fmax(r.qlogit, e);
   }
 }
 
+// Each kept weight's relative error, key by key. The kernel's weight is
+// p_j e^(±logit_j) / D, with D its normalizer over the golden's between
+// norm_lo = the sum of p_k e^(-logit_k) over keys not raised and the sum
+// of p_k e^(logit_k) plus what raised keys weigh (low_clip e^qlogit, the
+// golden's sum being at least 1); compounded with the softmax's own
+// rounding, (n + 2) u. With every logit error equal this is the row-wide
+// expm1(2 logit) + (n + 2) u e^(2 logit); a key with a large error but a
+// small weight no longer lends it to every other key.
+void softmax_terms(const Model& m, const MatrixD& scores, const std::vector<double>& p, int64_t i,
+                   RowInputs& r, KeyTerms& keys) {
+  double lo = 0, hi = 0;
+  for (int64_t j = 0; j < scores.cols(); ++j) {
+    if (scores(i, j) == -kInf) continue;
+    if (keys.raised[j] == -kInf) lo += p[j] * std::exp(-keys.logit[j]);
+    hi += p[j] * std::exp(keys.logit[j]);
+  }
+  if (r.low_clip > 0) hi += r.low_clip * std::exp(r.qlogit);
+  r.norm_lo = lo;
+  const double own = (r.n + 2) * m.quant.softmax_unit;
+  r.softmax_rel = 0;
+  for (int64_t j = 0; j < scores.cols(); ++j) {
+    if (scores(i, j) == -kInf) continue;
+    const double up = std::exp(keys.logit[j]) / lo - 1, down = 1 - std::exp(-keys.logit[j]) / hi;
+    keys.rel[j] = (1 + std::fmax(up, down)) * (1 + own) - 1;
+    r.softmax_rel = std::fmax(r.softmax_rel, keys.rel[j]);
+  }
+}
+
 // The most a key clipped up from far below weighs in the kernel (0 for a
-// key no grid raised).
-double clipped_weight(const RowInputs& r, double raised) {
-  return raised > -kInf ? std::exp(raised - r.score_max + 2 * r.qlogit) : 0.0;
+// key no grid raised): its raised score and logit error over the least
+// normalizer.
+double clipped_weight(const RowInputs& r, const KeyTerms& keys, int64_t j) {
+  const double raised = keys.raised[j];
+  return raised > -kInf ? std::exp(raised - r.score_max + keys.logit[j]) / r.norm_lo : 0.0;
 }
 
 // How far quantizing a weight the kernel computes as at most w moves it:
@@ -143,22 +186,22 @@ double prob_moved(const Model& m, double w) {
   return qn.ranges_clip && qn.prob.step > 0 ? std::fmax(moved, w - qn.prob.hi) : moved;
 }
 
-// The largest output term of row i: each weight within rel of p (and the
-// softmax's absolute error, and a clipped key's weight), then quantized.
+// The largest output term of row i: each weight within its rel of p (and
+// the softmax's absolute error, and a clipped key's weight), then
+// quantized.
 void output_terms(const Model& m, const MatrixD& scores, const MatrixD& v, const std::vector<double>& p,
-                  const std::vector<double>& raised, int64_t i, RowInputs& r) {
+                  const KeyTerms& keys, int64_t i, RowInputs& r) {
   const QuantizedNumerics& qn = m.quant;
-  const double rel = r.softmax_rel;
   for (int64_t e = 0; e < v.cols(); ++e) {
     double weighted = 0, rounded = 0;
     for (int64_t j = 0; j < scores.cols(); ++j) {
       if (scores(i, j) == -kInf) continue;
       const double a = std::fabs(v(j, e)) + m.e_v;
-      const double extra = qn.softmax_abs + clipped_weight(r, raised[j]);
-      weighted += p[j] * a;
-      rounded += (m.f * extra + prob_moved(m, m.f * (p[j] * (1 + rel) + extra))) * a;
+      const double extra = qn.softmax_abs + clipped_weight(r, keys, j);
+      weighted += keys.rel[j] * p[j] * a;
+      rounded += (m.f * extra + prob_moved(m, m.f * (p[j] * (1 + keys.rel[j]) + extra))) * a;
     }
-    r.quant_weighted = std::fmax(r.quant_weighted, m.f * rel * weighted + rounded);
+    r.quant_weighted = std::fmax(r.quant_weighted, m.f * weighted + rounded);
   }
 }
 
@@ -183,14 +226,17 @@ RowInputs row_inputs(const RowFacts& f, const double* g_row, int64_t Ev) {
 
 void add_quantized_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const MatrixD& k,
                          const MatrixD& v, const std::vector<double>& p, int64_t i, RowInputs& r,
-                         std::vector<double>& raised) {
+                         KeyTerms& keys) {
   r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
-  logit_terms(m, scores, q, k, i, r, raised);
-  // The softmax's own rounding compounds with the logits' (1 + a)(1 + b) - 1.
-  // Keys clipped up add to the row's sum: every weight shrinks by as much.
-  r.softmax_rel = std::expm1(2 * r.qlogit) + (r.n + 2) * m.quant.softmax_unit * std::exp(2 * r.qlogit);
-  if (r.low_clip > 0) r.softmax_rel += r.low_clip * std::exp(2 * r.qlogit);  // 0·inf is no bound
-  output_terms(m, scores, v, p, raised, i, r);
+  logit_terms(m, scores, q, k, i, r, keys);
+  softmax_terms(m, scores, p, i, r, keys);
+  // Every key raised (a row masked far below the grid) leaves no least
+  // normalizer: no first-order bound, the cap alone.
+  if (!std::isfinite(r.softmax_rel)) {
+    r.quant_weighted = kInf;
+    return;
+  }
+  output_terms(m, scores, v, p, keys, i, r);
 }
 
 RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
@@ -354,7 +400,8 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
   RowInputs worst_inputs;
   RowBound worst_bound;
   MatrixD scores, low, q, k, v;
-  std::vector<double> p(s.Lkv), raised;
+  std::vector<double> p(s.Lkv);
+  KeyTerms keys;
   for (int64_t b = 0; b < call.batch(); ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       KeyNorms norms;
@@ -373,7 +420,7 @@ ErrorBound error_bound(const Case& c, const CaseTensors& t, const Golden& g,
           own = row_facts(call, b, h, i, scores.data() + i * s.Lkv, p.data(), norms);
         }
         RowInputs r = row_inputs(blocks ? own : cached->rows[row], g.out.data.data() + row * s.Ev, s.Ev);
-        if (quantized && r.finite && r.n > 0) add_quantized_terms(m, scores, q, k, v, p, i, r, raised);
+        if (quantized && r.finite && r.n > 0) add_quantized_terms(m, scores, q, k, v, p, i, r, keys);
         RowBound rb = row_bound(m, r);
         eb.row_bound[row] = rb.bound;
         eb.row_typical[row] = rb.typical;

@@ -30,13 +30,18 @@ namespace sdpa {
 ///
 /// Quantized numerics (steps s_q, s_k, s_v = max|x| / input_qmax of the
 /// run's tensors, s_o = max|v| / output_qmax, score_step, prob_step):
-///   logit_err   = |scale| (s_q/2 |k_j|_1 + s_k/2 |q_i|_1 + d s_q s_k / 4)
-///                 + multiplier_rel |s_ij| + score_step, max over kept j
-///   softmax_rel = expm1(2 logit_err) + (n + 2) u_softmax e^(2 logit_err)
-///   bound       = min(max_e [f softmax_rel sum_j p_j (|v_je| + s_v/2)
+///   logit_j     = |scale| (s_q/2 |k_j|_1 + s_k/2 |q_i|_1 + d s_q s_k / 4)
+///                 + multiplier_rel |s_ij| + score_step [+ u_f32 |s_ij| with
+///                 an additive mask], per kept key j (logit_err: their max)
+///   rel_j       = (1 + max(e^logit_j / D_lo - 1, 1 - e^-logit_j / D_hi))
+///                 (1 + (n + 2) u_softmax) - 1, with D_lo = sum_k p_k e^-logit_k
+///                 and D_hi = sum_k p_k e^logit_k (the kernel's normalizer over
+///                 the golden's); softmax_rel: their max. Equal logit errors
+///                 give expm1(2 logit_err) + (n + 2) u_softmax e^(2 logit_err).
+///   bound       = min(max_e [f sum_j rel_j p_j (|v_je| + s_v/2)
 ///                 + sum_j moved_j (|v_je| + s_v/2)] + f s_v/2 + s_o/2
 ///                 + (multiplier_rel + 2 u_f32) f (Vmax + s_v), cap)
-/// where moved_j = f abs + min(prob_step/2, f (p_j (1 + softmax_rel) + abs))
+/// where moved_j = f abs + min(prob_step/2, f (p_j (1 + rel_j) + abs))
 /// with abs = softmax_abs (each weight's absolute error), and cap =
 /// (f (2 + (n + 2) u_softmax + n softmax_abs) + n prob_step/2)(Vmax + s_v)
 /// + s_o/2 holds whatever the logit errors: the kernel's weights are its
@@ -45,7 +50,8 @@ namespace sdpa {
 /// outside the range where larger, and a score clipped up from far below
 /// a grid of the scores (the masked scores', or before a mask's add the
 /// unmasked (q·k)·scale's) adds its weight at the bottom of the grid (plus
-/// its mask, for the unmasked grid). Its typical
+/// its mask, for the unmasked grid) to D_hi and to its own term, and
+/// leaves D_lo (every key raised: D_lo = 0, the cap alone). Its typical
 /// estimate is the bound itself (no statistical model).
 ///
 /// A fully masked row (n = 0) gets the output rounding alone; a row with a

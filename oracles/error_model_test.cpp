@@ -295,6 +295,27 @@ TEST(ErrorModel, TheSoftmaxsRoundingCompoundsWithTheLogitError) {
   EXPECT_NEAR(in["softmax_rel"].get<double>(), std::exp(2 * logit) * (1 + (n + 2) * 0.01) - 1, 1e-12);
 }
 
+// Each key's logit error sets its own weight's error: a key whose |k|_1
+// is large (so its logit error is, here 20 times q's half step) but whose
+// weight is e^-20 of the row no longer lends that error to the key that
+// holds the row. Row-wide, expm1(2 · 0.08) = 0.17 of |v| = 1 would be
+// charged; key by key, about 2 · 0.0015.
+TEST(ErrorModel, AKeysLogitErrorIsChargedToItsOwnWeight) {
+  Case c = make_case(1, 1, 1, 2, 1, 1);
+  c.scale = 1.0;
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0};
+  t.k.data = {0.0, -20.0};
+  t.v.data = {1.0, 1.0};
+  Golden g = eigen_golden(c, t, {});
+  QuantizedNumerics qn = int8_numerics();
+  qn.k = {1.0 / 1024, -32.0, 32.0};  // k's step finer than max|k| / 127
+  ErrorBound b = error_bound(c, t, g, KernelNumerics::quantized(qn));
+  EXPECT_GT(b.inputs()["logit_err"].get<double>(), 0.07);  // key 1's
+  EXPECT_LT(b.row_bound[0], 0.03);
+  EXPECT_GT(b.row_bound[0], 2 * qn.score_step);
+}
+
 // A row masked at -1e4 lies far below a clipping scores' grid: every key
 // is clipped up to its bottom and the kernel averages v uniformly, where
 // the golden weighs the unmasked scores. No logit error bounds that
