@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "oracles/eigen_oracle.h"
 #include "oracles/oracle_test_support.h"
@@ -191,20 +193,33 @@ TEST(ErrorModel, AGridThatClipsATailChargesHowFarTheDataFallsOutside) {
   EXPECT_GT(out_clipped.row_bound[0], within + 0.24);  // in place of half a step, 1 / 254
 }
 
+// One query row over three keys at scale 1 with an f32 mask: q = 1,
+// k = (2, 0, -1) (so the scores without the mask are 2, 0, -1), v = (1, 2,
+// 3), and the mask's values `mask`.
+Case three_keys_case() {
+  Case c = make_case(1, 1, 1, 3, 1, 1);
+  c.scale = 1.0;
+  c.mask = mask_spec(DType::f32, {1, 3}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
+  return c;
+}
+
+CaseTensors three_keys(const Case& c, std::vector<double> mask) {
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = {1.0};
+  t.k.data = {2.0, 0.0, -1.0};
+  t.mask->data = std::move(mask);
+  t.v.data = {1.0, 2.0, 3.0};
+  return t;
+}
+
 // The scores' grid clips too. A score past its top is clipped down: a
 // logit error of that distance. One below its bottom is clipped up: it
 // weighs at most what a score at the bottom would, so a key 200 below the
 // row's max clipped to 50 below it changes nothing the bound could see,
 // and one clipped to half a unit above its score is charged its weight.
 TEST(ErrorModel, AScoreClippedByTheScoresGridIsChargedOnTheSideItFalls) {
-  Case c = make_case(1, 1, 1, 3, 1, 1);
-  c.scale = 1.0;
-  c.mask = mask_spec(DType::f32, {1, 3}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {1.0};
-  t.k.data = {2.0, 0.0, -1.0};
-  t.mask->data = {0.0, 0.0, -199.0};  // scores 2, 0, -200
-  t.v.data = {1.0, 2.0, 3.0};
+  const Case c = three_keys_case();
+  CaseTensors t = three_keys(c, {0.0, 0.0, -199.0});  // scores 2, 0, -200
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.ranges_clip = true;
@@ -227,14 +242,8 @@ TEST(ErrorModel, AScoreClippedByTheScoresGridIsChargedOnTheSideItFalls) {
 // (more than a step) has the kernel score 0.5 - 2 with its mask, and is
 // charged what it then weighs, e^(-1.5 - (-1)) of the row.
 TEST(ErrorModel, AGridBeforeTheMasksAddClipsTheUnmaskedScores) {
-  Case c = make_case(1, 1, 1, 3, 1, 1);
-  c.scale = 1.0;
-  c.mask = mask_spec(DType::f32, {1, 3}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {1.0};
-  t.k.data = {2.0, 0.0, -1.0};
-  t.mask->data = {-3.0, -2.0, -4.0};  // masked scores -1, -2, -5
-  t.v.data = {1.0, 2.0, 3.0};
+  const Case c = three_keys_case();
+  CaseTensors t = three_keys(c, {-3.0, -2.0, -4.0});  // masked scores -1, -2, -5
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.ranges_clip = true;
