@@ -32,8 +32,8 @@ struct RowInputs {
   double q_l1 = 0, qlogit = 0;   // quantized: |q_i|_1, the largest logit error over kept keys
   double quant_weighted = 0;     // quantized: the largest per-element output term
   double score_max = 0;          // quantized: the row's largest kept score
-  double low_clip = 0;           // quantized: sum of exp(raised - score_max) over keys clipped up from far below
   double softmax_rel = 0;        // quantized: the largest weight's relative error
+  double softmax_rel_mean = 0;   // quantized: sum_j p_j rel_j, what the output's term averages
   double norm_lo = 0;            // quantized: the least the kernel's normalizer is of the golden's
   bool finite = true;
 };
@@ -106,9 +106,9 @@ double clip_terms(const Int8Grid& g, double x, double score, bool negligible, do
 
 // The logit error of each kept key of row i (their largest in qlogit),
 // and each key's score where a grid clips it up from far below (-inf
-// elsewhere): such a key weighs at most exp(raised - max) of the row
-// before its logit error, summed into low_clip. The scores' grid clips the
-// masked scores, the unmasked one (q·k)·scale before a mask's add.
+// elsewhere): such a key weighs at most exp(raised - max + logit) of the
+// row. The scores' grid clips the masked scores, the unmasked one
+// (q·k)·scale before a mask's add.
 void logit_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const MatrixD& k, int64_t i,
                  RowInputs& r, KeyTerms& keys) {
   const QuantizedNumerics& qn = m.quant;
@@ -133,37 +133,40 @@ void logit_terms(const Model& m, const MatrixD& scores, const MatrixD& q, const 
       const double unmasked = m.signed_scale * q.row(i).dot(k.row(j));
       raised[j] = std::fmax(raised[j], clip_terms(qn.unmasked_scores, unmasked, s, negligible, e));
     }
-    if (raised[j] > -kInf) r.low_clip += std::exp(raised[j] - r.score_max);
     keys.logit[j] = e;
     r.qlogit = std::fmax(r.qlogit, e);
   }
 }
 
 // Each kept weight's relative error, key by key. The kernel's weight is
-// p_j e^(±logit_j) / D, with D its normalizer over the golden's between
-// norm_lo = the sum of p_k e^(-logit_k) over keys not raised and the sum
-// of p_k e^(logit_k) plus what raised keys weigh (low_clip e^qlogit, the
-// golden's sum being at least 1); compounded with the softmax's own
-// rounding, (n + 2) u. With every logit error equal this is the row-wide
-// expm1(2 logit) + (n + 2) u e^(2 logit); a key with a large error but a
-// small weight no longer lends it to every other key.
+// p_j e^(±logit_j) / D, with D its normalizer over the golden's (Z, at
+// least 1: the row's max adds 1) between norm_lo = sum_k p_k e^-logit_k (a
+// raised key only rises, so every key counts) and the sum of p_k e^logit_k
+// over keys not raised plus e^(raised_k - max + logit_k) over raised ones;
+// compounded with the softmax's own rounding, (n + 2) u. With every logit
+// error equal and no key raised this is the row-wide expm1(2 logit) +
+// (n + 2) u e^(2 logit); a key with a large error but a small weight no
+// longer lends it to every other key.
 void softmax_terms(const Model& m, const MatrixD& scores, const std::vector<double>& p, int64_t i,
                    RowInputs& r, KeyTerms& keys) {
   double lo = 0, hi = 0;
   for (int64_t j = 0; j < scores.cols(); ++j) {
     if (scores(i, j) == -kInf) continue;
-    if (keys.raised[j] == -kInf) lo += p[j] * std::exp(-keys.logit[j]);
-    hi += p[j] * std::exp(keys.logit[j]);
+    lo += p[j] * std::exp(-keys.logit[j]);
+    if (keys.raised[j] > -kInf)
+      hi += std::exp(keys.raised[j] - r.score_max + keys.logit[j]);
+    else if (p[j] > 0)  // 0·inf is no weight
+      hi += p[j] * std::exp(keys.logit[j]);
   }
-  if (r.low_clip > 0) hi += r.low_clip * std::exp(r.qlogit);
   r.norm_lo = lo;
   const double own = (r.n + 2) * m.quant.softmax_unit;
-  r.softmax_rel = 0;
+  r.softmax_rel = r.softmax_rel_mean = 0;
   for (int64_t j = 0; j < scores.cols(); ++j) {
     if (scores(i, j) == -kInf) continue;
     const double up = std::exp(keys.logit[j]) / lo - 1, down = 1 - std::exp(-keys.logit[j]) / hi;
     keys.rel[j] = (1 + std::fmax(up, down)) * (1 + own) - 1;
     r.softmax_rel = std::fmax(r.softmax_rel, keys.rel[j]);
+    r.softmax_rel_mean += p[j] * keys.rel[j];
   }
 }
 
@@ -201,7 +204,9 @@ void output_terms(const Model& m, const MatrixD& scores, const MatrixD& v, const
       weighted += keys.rel[j] * p[j] * a;
       rounded += (m.f * extra + prob_moved(m, m.f * (p[j] * (1 + keys.rel[j]) + extra))) * a;
     }
-    r.quant_weighted = std::fmax(r.quant_weighted, m.f * weighted + rounded);
+    // A NaN term (an inf weight times a zero v) is no bound: the cap decides.
+    const double term = m.f * weighted + rounded;
+    r.quant_weighted = std::isnan(term) ? kInf : std::fmax(r.quant_weighted, term);
   }
 }
 
@@ -230,8 +235,8 @@ void add_quantized_terms(const Model& m, const MatrixD& scores, const MatrixD& q
   r.q_l1 = static_cast<double>(q.row(i).cwiseAbs().sum());
   logit_terms(m, scores, q, k, i, r, keys);
   softmax_terms(m, scores, p, i, r, keys);
-  // Every key raised (a row masked far below the grid) leaves no least
-  // normalizer: no first-order bound, the cap alone.
+  // No least normalizer (every weight below double's range): no
+  // first-order bound, the cap alone.
   if (!std::isfinite(r.softmax_rel)) {
     r.quant_weighted = kInf;
     return;
@@ -250,8 +255,8 @@ RowBound quantized_row_bound(const Model& m, const RowInputs& r) {
                              (m.quant.multiplier_rel + 2 * unit_roundoff(DType::f32)) * m.f * vq;
   // Kernel and golden are weighted sums of (dequantized) v rows. The
   // kernel's softmax normalizes over its own scores, so whatever the logit
-  // errors and clipped keys (softmax_rel may be inf: a row masked at -1e4
-  // below the scores' grid), its weights sum to 1 within the fixed point's
+  // errors and clipped keys (the first-order bound may be inf: a row masked
+  // at -1e4 below the scores' grid), its weights sum to 1 within the fixed point's
   // roundings, and P's to that within half a step each.
   const double sum_rel = (n + 2) * m.quant.softmax_unit + n * m.quant.softmax_abs;
   const double cap = (m.f * (2 + sum_rel) + n * m.quant.prob_step / 2) * vq + m.e_o;
@@ -332,6 +337,8 @@ nlohmann::json describe(const Model& m, const RowInputs& r, const RowBound& b, i
             {"Vmax", r.vmax}, {"W", r.W}, {"dropout_factor", m.f}, {"logit_err", b.logit_err},
             {"softmax_rel", b.softmax_rel}, {"capped", b.capped}, {"golden_row_max", r.g_max},
             {"bound", b.bound}, {"typical_estimate", b.typical}, {"row", row}, {"row_index", index}});
+  // Quantized: softmax_rel is the largest key's; the output averages them.
+  if (m.kind == KernelNumerics::Kind::quantized) j["softmax_rel_mean"] = r.softmax_rel_mean;
   return j;
 }
 

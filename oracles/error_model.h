@@ -36,8 +36,9 @@ namespace sdpa {
 ///   rel_j       = (1 + max(e^logit_j / D_lo - 1, 1 - e^-logit_j / D_hi))
 ///                 (1 + (n + 2) u_softmax) - 1, with D_lo = sum_k p_k e^-logit_k
 ///                 and D_hi = sum_k p_k e^logit_k (the kernel's normalizer over
-///                 the golden's); softmax_rel: their max. Equal logit errors
-///                 give expm1(2 logit_err) + (n + 2) u_softmax e^(2 logit_err).
+///                 the golden's); softmax_rel: their max, softmax_rel_mean:
+///                 sum_j p_j rel_j. Equal logit errors give expm1(2 logit_err)
+///                 + (n + 2) u_softmax e^(2 logit_err).
 ///   bound       = min(max_e [f sum_j rel_j p_j (|v_je| + s_v/2)
 ///                 + sum_j moved_j (|v_je| + s_v/2)] + f s_v/2 + s_o/2
 ///                 + (multiplier_rel + 2 u_f32) f (Vmax + s_v), cap)
@@ -49,9 +50,9 @@ namespace sdpa {
 /// grids clip (`ranges_clip`), an element's half step becomes its distance
 /// outside the range where larger, and a score clipped up from far below
 /// a grid of the scores (the masked scores', or before a mask's add the
-/// unmasked (q·k)·scale's) adds its weight at the bottom of the grid (plus
-/// its mask, for the unmasked grid) to D_hi and to its own term, and
-/// leaves D_lo (every key raised: D_lo = 0, the cap alone). Its typical
+/// unmasked (q·k)·scale's) weighs at most e^(lo - max + logit_j) (lo plus
+/// its mask, for the unmasked grid): that in place of p_j e^logit_j in
+/// D_hi, and added to its own term (it only rises: D_lo keeps it). Its typical
 /// estimate is the bound itself (no statistical model).
 ///
 /// A fully masked row (n = 0) gets the output rounding alone; a row with a
