@@ -112,7 +112,7 @@ Int8Grid reading(const Node& n) {
 // (the MUL's own reading of its input included) multiplied by the scale.
 // Under a mask, a reading behind the mask's add holds the scores without
 // the mask: it goes to `unmasked`. Where the path does not reach the bmm,
-// or a masked call's adds no mask (a mutant that drops it), only a masked
+// or a masked call's path adds no mask (a mutant drops it), only a masked
 // call's softmax's own reading: the others would be compared with scores
 // the kernel never saw.
 void scores_grids(const Case& c, const Graph& g, const Node& softmax, const Node& bmm, Int8Grid& masked,
