@@ -203,6 +203,16 @@ Case three_keys_case() {
   return c;
 }
 
+// The bound with `grid` of qn set to [lo, hi] on 1/64 steps, for each
+// (lo, hi) the returned function is called with.
+auto clipping(const Case& c, const CaseTensors& t, const Golden& g, QuantizedNumerics& qn,
+              Int8Grid QuantizedNumerics::*grid) {
+  return [&c, &t, &g, &qn, grid](double lo, double hi) {
+    qn.*grid = {1.0 / 64, lo, hi};
+    return error_bound(c, t, g, KernelNumerics::quantized(qn));
+  };
+}
+
 CaseTensors three_keys(const Case& c, std::vector<double> mask) {
   CaseTensors t = make_case_tensors(c, {});
   t.q.data = {1.0};
@@ -223,10 +233,7 @@ TEST(ErrorModel, AScoreClippedByTheScoresGridIsChargedOnTheSideItFalls) {
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.ranges_clip = true;
-  auto bound = [&](double lo, double hi) {
-    qn.scores = {1.0 / 64, lo, hi};
-    return error_bound(c, t, g, KernelNumerics::quantized(qn));
-  };
+  auto bound = clipping(c, t, g, qn, &QuantizedNumerics::scores);
   const double within = bound(-300, 4).row_bound[0];
   EXPECT_LT(bound(-50, 4).row_bound[0], within * (1 + 1e-12));  // e^-52 of the row
   EXPECT_GT(bound(-0.5, 300).row_bound[0], within + 3 * std::exp(-2.5) / 2);
@@ -247,10 +254,7 @@ TEST(ErrorModel, AGridBeforeTheMasksAddClipsTheUnmaskedScores) {
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.ranges_clip = true;
-  auto bound = [&](double lo, double hi) {
-    qn.unmasked_scores = {1.0 / 64, lo, hi};
-    return error_bound(c, t, g, KernelNumerics::quantized(qn));
-  };
+  auto bound = clipping(c, t, g, qn, &QuantizedNumerics::unmasked_scores);
   const double within = bound(-4, 4).row_bound[0];
   ErrorBound top = bound(-4, 1.5);
   EXPECT_GE(top.inputs()["logit_err"].get<double>(), 0.5);
