@@ -105,6 +105,13 @@ double sm_scale(double scale, int64_t D) {
 
 bool is_power_of_2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
+void check_dot_k(int64_t K, const std::string& dot) {
+  constexpr int64_t kMinDotK = 16;  // min_dot_size's k for bf16 operands
+  if (K < kMinDotK)
+    runtime_error("CompilationError: " + dot + ": Input shapes should have M >= 1, N >= 1 and K >= 16 (K = " +
+                  std::to_string(K) + ")");
+}
+
 long double TritonArith::exp(long double x) const {
   if (exact) return std::exp(x);
   float y = std::exp(static_cast<float>(x));

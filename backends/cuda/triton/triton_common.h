@@ -42,6 +42,14 @@ double sm_scale(double scale, int64_t D);
 
 bool is_power_of_2(int64_t n);
 
+/// The first launch compiles a program, and Triton's `tl.dot` asserts its
+/// operand sizes then (triton/language/semantic.py `dot` against the NVIDIA
+/// backend's `min_dot_size`, third_party/nvidia/backend/compiler.py: K >= 16
+/// for 16-bit operands, M and N >= 1): a contraction K below 16 is a
+/// CompilationError, recoverable, raised after the wrapper's checks.
+/// `dot` names the program and the tl.dot call.
+void check_dot_k(int64_t K, const std::string& dot);
+
 /// Scalar arithmetic of one numerics: the kernel's f32 registers, or long
 /// double without rounding (the exact twin).
 struct TritonArith {

@@ -9,6 +9,7 @@
 // (by the mask when there is one, else by causal) and, with neither, lets
 // its last tile's zero-padded keys (k and v loaded as 0) into the softmax
 // as scores of 0; the other program masks the padding and skips no tile.
+// The power-of-2 program does not compile for D < 16 (tl.dot's K).
 #include "backends/cuda/triton/triton_sdpa_kernel.h"
 
 #include <algorithm>
@@ -218,6 +219,9 @@ KernelFn triton_sdpa_kernel(Numerics numerics) {
                     std::to_string(d.Lkv) + ". For decode (L_q < L_kv), use an explicit bool mask instead.");
     sm_scale(c.scale, d.D);  // evaluated before the mask checks upstream
     prepare_mask_params(c.mask, d.B, d.Lq, d.Lkv);
+    // The power-of-2 program's tl.dot(q, tl.trans(k)) contracts over
+    // HEAD_DIM = D; the other program's over BLOCK_D >= 16.
+    if (is_power_of_2(d.D)) check_dot_k(d.D, "_sdpa_fwd_kernel_body, tl.dot(q, tl.trans(k))");
     return one_output(StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype()).run());
   };
 }

@@ -21,6 +21,9 @@ Tensor run(const Spec& c, Numerics n = Numerics::emulated) {
   return testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(n), c);
 }
 
+// The smallest power-of-2 D the power-of-2 program compiles for (tl.dot's K).
+constexpr int64_t kD = 16;
+
 double at(const Tensor& t, int64_t h, int64_t i, int64_t e) {
   return t.data[(h * t.shape[2] + i) * t.shape[3] + e];
 }
@@ -32,20 +35,22 @@ Tensor keep_all(int64_t B, int64_t Lq, int64_t Lkv) {
   return bools({B, 1, Lq, Lkv}, std::vector<int>(static_cast<size_t>(B * Lq * Lkv), 1));
 }
 
-// semantics §5 item 6: q[1,1,2,4], k/v[1,1,2,4], scale 0.0, every key kept.
+// semantics §5 item 6 at D 16 (q doubled, so the scores times 1/sqrt(16)
+// are those of the page's D 4): q[1,1,2,16], k/v[1,1,2,16], scale 0.0,
+// every key kept.
 Spec scale_zero_case() {
-  auto q = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t i, int64_t e) { return e == i ? 1.0 : 0.0; });
-  auto k = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t j, int64_t e) {
+  auto q = bhld({1, 1, 2, kD}, [](int64_t, int64_t, int64_t i, int64_t e) { return e == i ? 2.0 : 0.0; });
+  auto k = bhld({1, 1, 2, kD}, [](int64_t, int64_t, int64_t j, int64_t e) {
     return j == 0 ? (e < 2 ? 1.0 : 0.0) : (e == 1 ? 2.0 : 0.0);
   });
-  auto v = bhld({1, 1, 2, 4}, [](int64_t, int64_t, int64_t j, int64_t e) {
+  auto v = bhld({1, 1, 2, kD}, [](int64_t, int64_t, int64_t j, int64_t e) {
     return j == 0 && e == 0 ? 2.0 : j == 1 && e == 1 ? 4.0 : 0.0;
   });
   return {q, k, v, keep_all(1, 2, 2)};
 }
 
 TEST(TritonSdpa, ScaleZeroIsReadAsOneOverSqrtD) {
-  // Scores q.k: row 0 (1, 0), row 1 (1, 2); times 1/sqrt(4) = 0.5, not times 0.
+  // Scores q.k: row 0 (2, 0), row 1 (2, 4); times 1/sqrt(16) = 0.25, not times 0.
   const double w_row0 = 1.0 / (1.0 + std::exp(-0.5));  // softmax(0.5, 0)[0]
   const double w_row1 = 1.0 / (1.0 + std::exp(0.5));   // softmax(0.5, 1)[0]
   for (Numerics n : {Numerics::exact, Numerics::emulated}) {
@@ -60,7 +65,7 @@ TEST(TritonSdpa, ScaleZeroIsReadAsOneOverSqrtD) {
 }
 
 TEST(TritonSdpa, FullyMaskedRowGivesZero) {
-  for (int64_t D : {4, 3}) {  // the power-of-2 program (inv_l guard) and the other (l starts at 1)
+  for (int64_t D : {kD, int64_t{3}}) {  // the power-of-2 program (inv_l guard) and the other (l starts at 1)
     auto f = [](int64_t, int64_t, int64_t l, int64_t e) { return 0.5 + 0.25 * l - 0.125 * e; };
     Spec c{bhld({1, 1, 2, D}, f), bhld({1, 1, 3, D}, f), bhld({1, 1, 3, D}, f),
            bools({1, 1, 2, 3}, {1, 1, 1, 0, 0, 0})};
@@ -79,31 +84,31 @@ TEST(TritonSdpa, FullyMaskedRowGivesZero) {
 TEST(TritonSdpa, AKvTileNoRowOfTheQueryTileKeepsIsSkipped) {
   // Lkv 128: two BLOCK_N = 64 tiles; row 0 keeps keys 0..63, v[100] = inf.
   // Scores all 0 (k = 0), so row 0 is the mean of v over keys 0..63: (0 + 63) / 2 * 0.125.
-  auto v = bhld({1, 1, 128, 4}, [](int64_t, int64_t, int64_t j, int64_t) {
+  auto v = bhld({1, 1, 128, kD}, [](int64_t, int64_t, int64_t j, int64_t) {
     return j == 100 ? std::numeric_limits<double>::infinity() : 0.125 * j;
   });
   auto zero = [](auto...) { return 0.0; };
   std::vector<int> keep(128, 0);
   for (int j = 0; j < 64; ++j) keep[j] = 1;
-  Spec one_row{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 128, 4}, zero), v, bools({1, 1, 1, 128}, keep)};
+  Spec one_row{bhld({1, 1, 1, kD}, zero), bhld({1, 1, 128, kD}, zero), v, bools({1, 1, 1, 128}, keep)};
   for (Numerics n : {Numerics::exact, Numerics::emulated})
-    EXPECT_EQ(run(one_row, n).data, std::vector<double>(4, 3.9375)) << "the second tile is skipped";
+    EXPECT_EQ(run(one_row, n).data, std::vector<double>(kD, 3.9375)) << "the second tile is skipped";
   // Row 1 of the same BLOCK_M = 64 query tile keeps key 64: the tile runs
   // for both rows, and row 0's zero weight meets the inf: NaN, as upstream.
   std::vector<int> two_rows = keep;
   two_rows.resize(256, 0);
   for (int j = 0; j < 65; ++j) two_rows[128 + j] = 1;
-  Spec shared{bhld({1, 1, 2, 4}, zero), bhld({1, 1, 128, 4}, zero), v, bools({1, 1, 2, 128}, two_rows)};
+  Spec shared{bhld({1, 1, 2, kD}, zero), bhld({1, 1, 128, kD}, zero), v, bools({1, 1, 2, 128}, two_rows)};
   Tensor out = run(shared);
   EXPECT_TRUE(std::isnan(at(out, 0, 0, 0)));
 }
 
 // A KV tile the mask empties for every row is skipped (semantics §4.5):
 // the output equals the call without the emptied tile's keys, bit for bit,
-// whether that tile comes first or last, for both programs (D 4: 64-key
+// whether that tile comes first or last, for both programs (D 16: 64-key
 // tiles; D 3: 128-key tiles).
 TEST(TritonSdpa, AKvTileTheMaskEmptiesGivesTheLiveKeysResult) {
-  for (const auto& [D, tile] : {std::pair<int64_t, int64_t>{4, 64}, {3, 128}}) {
+  for (const auto& [D, tile] : {std::pair<int64_t, int64_t>{kD, 64}, {3, 128}}) {
     const int64_t Lq = 3, Lkv = 2 * tile;
     auto qf = [](int64_t, int64_t, int64_t i, int64_t e) { return std::sin(1.0 + i + 0.5 * e); };
     auto kf = [](int64_t, int64_t, int64_t j, int64_t e) { return std::cos(0.3 * j - e); };
@@ -123,41 +128,49 @@ TEST(TritonSdpa, AKvTileTheMaskEmptiesGivesTheLiveKeysResult) {
   }
 }
 
+// A [B, H, L, kD] tensor's rows, each value repeated over its kD elements.
+std::vector<double> rows(std::vector<double> values) {
+  std::vector<double> out;
+  for (double x : values) out.insert(out.end(), kD, x);
+  return out;
+}
+
 TEST(TritonSdpa, MaskAndCausalAreBothApplied) {
   // Equal scores; v = 1, 2, 4. Mask rows keep {0,1,2}, {1,2}, {0,2}; causal keeps j <= i.
-  Spec c{bhld({1, 1, 3, 1}, [](auto...) { return 1.0; }), bhld({1, 1, 3, 1}, [](auto...) { return 0.0; }),
-         bhld({1, 1, 3, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return std::ldexp(1.0, j); }),
+  Spec c{bhld({1, 1, 3, kD}, [](auto...) { return 1.0; }), bhld({1, 1, 3, kD}, [](auto...) { return 0.0; }),
+         bhld({1, 1, 3, kD}, [](int64_t, int64_t, int64_t j, int64_t) { return std::ldexp(1.0, j); }),
          bools({1, 1, 3, 3}, {1, 1, 1, 0, 1, 1, 1, 0, 1})};
   c.is_causal = true;
   for (Numerics n : {Numerics::exact, Numerics::emulated})
-    EXPECT_EQ(run(c, n).data, (std::vector<double>{1.0, 2.0, 2.5}));  // causal alone: 1, 1.5, 7/3
+    EXPECT_EQ(run(c, n).data, rows({1.0, 2.0, 2.5}));  // causal alone: 1, 1.5, 7/3
 }
 
 TEST(TritonSdpa, GqaMapsQueryHeadToHeadOverGroupSize) {
   // Hq 4, Hkv 2, one key: head h returns v of kv head h // 2 (a modulo map gives 10, 11, 10, 11).
-  Spec c{bhld({1, 4, 1, 1}, [](auto...) { return 1.0; }), bhld({1, 2, 1, 1}, [](auto...) { return 1.0; }),
-         bhld({1, 2, 1, 1}, [](int64_t, int64_t h, int64_t, int64_t) { return 10.0 + h; }), keep_all(1, 1, 1)};
+  Spec c{bhld({1, 4, 1, kD}, [](auto...) { return 1.0; }), bhld({1, 2, 1, kD}, [](auto...) { return 1.0; }),
+         bhld({1, 2, 1, kD}, [](int64_t, int64_t h, int64_t, int64_t) { return 10.0 + h; }), keep_all(1, 1, 1)};
   c.enable_gqa = true;
-  EXPECT_EQ(run(c).data, (std::vector<double>{10, 10, 11, 11}));
+  EXPECT_EQ(run(c).data, rows({10, 10, 11, 11}));
 }
 
 TEST(TritonSdpa, MqaWithoutEnableGqaRaises) {
-  // semantics §5 item 9: q[1,4,2,4], k/v[1,1,2,4].
+  // semantics §5 item 9 at D 16: q[1,4,2,16], k/v[1,1,2,16].
   auto f = [](auto...) { return 1.0; };
-  Spec c{bhld({1, 4, 2, 4}, f), bhld({1, 1, 2, 4}, f), bhld({1, 1, 2, 4}, f), keep_all(1, 2, 2)};
+  Spec c{bhld({1, 4, 2, kD}, f), bhld({1, 1, 2, kD}, f), bhld({1, 1, 2, kD}, f), keep_all(1, 2, 2)};
   EXPECT_EQ(raised([&] { run(c); }),
             std::make_pair(KernelError::Kind::recoverable,
                            std::string("Head counts must match (or use enable_gqa=True); got H_q=4, H_k=1.")));
   c.enable_gqa = true;
-  EXPECT_EQ(run(c).data, std::vector<double>(8 * 4, 1.0));
+  EXPECT_EQ(run(c).data, std::vector<double>(8 * kD, 1.0));
 }
 
 TEST(TritonSdpa, PIsRoundedToBf16BeforePV) {
   // Scores 0 and -0.0625: P = (1, expf(-0.0625) = 0.93941307), bf16 0.9375; v = (0, 1).
   // bf16(0.9375 / 1.93941307) = 0.482421875; with P unrounded it would be 0.484375.
-  Spec c{bhld({1, 1, 1, 1}, [](auto...) { return 1.0; }),
-         bhld({1, 1, 2, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return j ? -0.0625 : 0.0; }),
-         bhld({1, 1, 2, 1}, [](int64_t, int64_t, int64_t j, int64_t) { return double(j); }), keep_all(1, 1, 2)};
+  // q and k are 0 past element 0.
+  Spec c{bhld({1, 1, 1, kD}, [](int64_t, int64_t, int64_t, int64_t e) { return e == 0 ? 1.0 : 0.0; }),
+         bhld({1, 1, 2, kD}, [](int64_t, int64_t, int64_t j, int64_t e) { return j && e == 0 ? -0.0625 : 0.0; }),
+         bhld({1, 1, 2, kD}, [](int64_t, int64_t, int64_t j, int64_t) { return double(j); }), keep_all(1, 1, 2)};
   c.scale = 1.0;
   EXPECT_EQ(run(c).data[0], 0.482421875);
   EXPECT_NEAR(run(c, Numerics::exact).data[0], std::exp(-0.0625) / (1 + std::exp(-0.0625)), 1e-15);
@@ -174,19 +187,19 @@ TEST(TritonSdpa, AnUnmaskedCallCountsTheLastTilesZeroPaddedKeys) {
   auto zero = [](auto...) { return 0.0; };
   auto v13 = [](int64_t, int64_t, int64_t j, int64_t) { return 1.0 + 2.0 * (j % 2); };
   for (Numerics n : {Numerics::emulated, Numerics::exact}) {
-    Spec bare{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 2, 4}, zero), bhld({1, 1, 2, 4}, v13)};
-    EXPECT_EQ(run(bare, n).data, std::vector<double>(4, 0.0625));
+    Spec bare{bhld({1, 1, 1, kD}, zero), bhld({1, 1, 2, kD}, zero), bhld({1, 1, 2, kD}, v13)};
+    EXPECT_EQ(run(bare, n).data, std::vector<double>(kD, 0.0625));
     Spec masked = bare;
     masked.mask = keep_all(1, 1, 2);
-    EXPECT_EQ(run(masked, n).data, std::vector<double>(4, 2.0));
+    EXPECT_EQ(run(masked, n).data, std::vector<double>(kD, 2.0));
     Spec odd_d{bhld({1, 1, 1, 3}, zero), bhld({1, 1, 2, 3}, zero), bhld({1, 1, 2, 3}, v13)};
     EXPECT_EQ(run(odd_d, n).data, std::vector<double>(3, 2.0));
-    Spec whole_tile{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 64, 4}, zero), bhld({1, 1, 64, 4}, v13)};
-    EXPECT_EQ(run(whole_tile, n).data, std::vector<double>(4, 2.0));
+    Spec whole_tile{bhld({1, 1, 1, kD}, zero), bhld({1, 1, 64, kD}, zero), bhld({1, 1, 64, kD}, v13)};
+    EXPECT_EQ(run(whole_tile, n).data, std::vector<double>(kD, 2.0));
     // Causal needs Lq == Lkv; row 1 keeps both keys and no padding.
-    Spec causal{bhld({1, 1, 2, 4}, zero), bhld({1, 1, 2, 4}, zero), bhld({1, 1, 2, 4}, v13)};
+    Spec causal{bhld({1, 1, 2, kD}, zero), bhld({1, 1, 2, kD}, zero), bhld({1, 1, 2, kD}, v13)};
     causal.is_causal = true;
-    EXPECT_EQ(run(causal, n).data[4], 2.0);
+    EXPECT_EQ(run(causal, n).data[kD], 2.0);
   }
 }
 
@@ -197,7 +210,7 @@ TEST(TritonSdpa, OnlyThePowerOfTwoProgramSkipsTilesAndByTheMaskWhenThereIsOne) {
   auto zero = [](auto...) { return 0.0; };
   auto v = [](int64_t, int64_t, int64_t j, int64_t) { return j == 100 ? std::numeric_limits<double>::infinity() : 1.0; };
   // Causal, Lq = Lkv = 128: rows 0..63 (query tile 0) keep no key of tile 1.
-  Spec causal{bhld({1, 1, 128, 4}, zero), bhld({1, 1, 128, 4}, zero), bhld({1, 1, 128, 4}, v)};
+  Spec causal{bhld({1, 1, 128, kD}, zero), bhld({1, 1, 128, kD}, zero), bhld({1, 1, 128, kD}, v)};
   causal.is_causal = true;
   EXPECT_TRUE(std::isfinite(run(causal).data[0])) << "causal alone: tile 1 skipped for rows 0..63";
   Spec both = causal;
@@ -209,13 +222,14 @@ TEST(TritonSdpa, OnlyThePowerOfTwoProgramSkipsTilesAndByTheMaskWhenThereIsOne) {
   auto v256 = [](int64_t, int64_t, int64_t j, int64_t) { return j == 200 ? std::numeric_limits<double>::infinity() : 1.0; };
   Spec odd{bhld({1, 1, 1, 3}, zero), bhld({1, 1, 256, 3}, zero), bhld({1, 1, 256, 3}, v256), bools({1, 1, 1, 256}, first)};
   EXPECT_TRUE(std::isnan(run(odd).data[0])) << "non-power-of-2: the masked tile runs";
-  Spec pow2{bhld({1, 1, 1, 4}, zero), bhld({1, 1, 256, 4}, zero), bhld({1, 1, 256, 4}, v256), bools({1, 1, 1, 256}, first)};
-  EXPECT_EQ(run(pow2).data, std::vector<double>(4, 1.0)) << "power-of-2: the masked tiles are skipped";
+  Spec pow2{bhld({1, 1, 1, kD}, zero), bhld({1, 1, 256, kD}, zero), bhld({1, 1, 256, kD}, v256),
+            bools({1, 1, 1, 256}, first)};
+  EXPECT_EQ(run(pow2).data, std::vector<double>(kD, 1.0)) << "power-of-2: the masked tiles are skipped";
 }
 
 TEST(TritonSdpa, EmulatedStaysWithinBf16OfExactAcrossTiles) {
   // 150 keys: three BLOCK_N = 64 tiles (power of 2) and two of 128 (D = 6).
-  for (int64_t D : {8, 6}) {
+  for (int64_t D : {kD, int64_t{6}}) {
     auto f = [](int64_t, int64_t h, int64_t l, int64_t e) { return std::sin(0.7 * l + 1.3 * e + h); };
     Spec c{bhld({1, 2, 150, D}, f), bhld({1, 2, 150, D}, f), bhld({1, 2, 150, D}, f)};
     c.is_causal = true;
@@ -223,6 +237,26 @@ TEST(TritonSdpa, EmulatedStaysWithinBf16OfExactAcrossTiles) {
     for (size_t i = 0; i < exact.data.size(); ++i)
       ASSERT_NEAR(emulated.data[i], exact.data[i], 2e-2) << "D " << D << " element " << i;
   }
+}
+
+// tl.dot(q, tl.trans(k)) contracts over D in the power-of-2 program, and
+// Triton's NVIDIA backend needs K >= 16 for bf16 operands: D 1, 2, 4, 8
+// fail when the program compiles, after the wrapper's checks; the other
+// program pads D to BLOCK_D >= 16 and compiles for every D.
+TEST(TritonSdpa, APowerOfTwoDBelow16DoesNotCompile) {
+  auto f = [](int64_t, int64_t, int64_t l, int64_t e) { return 0.25 * l - 0.125 * e; };
+  auto call = [&](int64_t D) { return Spec{bhld({1, 1, 2, D}, f), bhld({1, 1, 3, D}, f), bhld({1, 1, 3, D}, f)}; };
+  for (int64_t D : {1, 2, 4, 8})
+    for (Numerics n : {Numerics::exact, Numerics::emulated})
+      EXPECT_EQ(raised([&] { run(call(D), n); }),
+                std::make_pair(KernelError::Kind::recoverable,
+                               "CompilationError: _sdpa_fwd_kernel_body, tl.dot(q, tl.trans(k)): Input shapes "
+                               "should have M >= 1, N >= 1 and K >= 16 (K = " + std::to_string(D) + ")"))
+          << "D " << D;
+  for (int64_t D : {3, 5, 6, 7, 16, 32}) EXPECT_EQ(run(call(D)).shape, (Shape{1, 1, 2, D}));
+  Spec dropout = call(8);
+  dropout.dropout_p = 0.5;
+  EXPECT_EQ(raised([&] { run(dropout); }).second, "dropout_p must be 0.0 (not supported in this implementation).");
 }
 
 TEST(TritonSdpa, ChecksInOrderWithUpstreamTexts) {

@@ -7,6 +7,7 @@
 // running max, no rescaling), and a reduce that sums the partial numerators
 // and denominators and gives 0 when the total is 0. SplitKMax::running_max
 // models the later copy: a per-split running max, rescaled in the reduce.
+// Its tl.dot(q, tl.trans(k)) contracts over D: no D < 16 compiles.
 #include "backends/cuda/triton/triton_splitk_kernel.h"
 
 #include <algorithm>
@@ -161,6 +162,7 @@ KernelFn triton_splitk_kernel(Numerics numerics, SplitKMax max) {
     const Dims d = validate_splitk(c);
     sm_scale(c.scale, d.D);
     prepare_mask_params(c.mask, d.B, 1, d.Lkv);
+    check_dot_k(d.D, "_sdpa_decode_splitk_kernel, tl.dot(q, tl.trans(k))");
     // is_causal: "no-op at L_q=1", accepted and ignored; the query attends to every key.
     Tensor out(a.out_dtype(), {d.B, d.Hq, 1, d.D});
     const SplitK kernel(c, d, max);

@@ -124,5 +124,18 @@ TEST(TritonSplitK, ChecksWithUpstreamTexts) {
   EXPECT_EQ(raised([&] { run(mask); }).first, KernelError::Kind::recoverable);
 }
 
+// Its tl.dot(q, tl.trans(k)) contracts over D: a power-of-2 D below 16
+// passes every check of the wrapper and fails when the program compiles.
+TEST(TritonSplitK, APowerOfTwoDBelow16DoesNotCompile) {
+  auto f = [](int64_t, int64_t h, int64_t l, int64_t e) { return std::cos(0.3 * l + e + h); };
+  for (int64_t D : {1, 2, 4, 8})
+    EXPECT_EQ(raised([&] { run({bhld({1, 1, 1, D}, f), bhld({1, 1, 256, D}, f), bhld({1, 1, 256, D}, f)}); }),
+              std::make_pair(KernelError::Kind::recoverable,
+                             "CompilationError: _sdpa_decode_splitk_kernel, tl.dot(q, tl.trans(k)): Input shapes "
+                             "should have M >= 1, N >= 1 and K >= 16 (K = " + std::to_string(D) + ")"));
+  EXPECT_EQ(run({bhld({1, 1, 1, 16}, f), bhld({1, 1, 256, 16}, f), bhld({1, 1, 256, 16}, f)}).shape,
+            (Shape{1, 1, 1, 16}));
+}
+
 }  // namespace
 }  // namespace sdpa::cuda_triton
