@@ -36,13 +36,18 @@ KernelNumerics math_numerics(const Case& c, const Graph&) {
 
 // Triton kernel mode on (the compile spec's default): the routed Triton ops
 // on their models, every other op on the reference kernels.
-KernelSet triton_kernels() {
+// `max`: how the split-K program normalizes its exponentials (option splitk).
+KernelSet triton_kernels(cuda_triton::SplitKMax max) {
   KernelSet k("triton");
   const KernelSet math = math_kernels();
   for (const auto& op : math.ops()) k.add(op, *math.find(op));
   k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::emulated));
-  k.add(cuda_triton::kTritonSplitKOp, cuda_triton::triton_splitk_kernel(Numerics::emulated));
+  k.add(cuda_triton::kTritonSplitKOp, cuda_triton::triton_splitk_kernel(Numerics::emulated, max));
   return k;
+}
+
+cuda_triton::SplitKMax parse_splitk(const std::string& s) {
+  return s == "running-max" ? cuda_triton::SplitKMax::running_max : cuda_triton::SplitKMax::fixed_phi;
 }
 
 KernelSet exact_with_triton() {
@@ -103,7 +108,7 @@ class CudaTarget : public Target {
         priority_(*parse_priority(options_.at("priority"))),
         pass_(parse_fused_rule(options_.at("weaken")), *parse_replace_fault(options_.at("mutant"))),
         triton_(options_.at("triton") == "on"),
-        kernels_(triton_ ? triton_kernels() : math_kernels()),
+        kernels_(triton_ ? triton_kernels(parse_splitk(options_.at("splitk"))) : math_kernels()),
         exact_(exact_with_triton()) {}
 
   std::string name() const override { return "cuda"; }
@@ -245,7 +250,12 @@ class CudaFactory : public TargetFactory {
              "enable_gqa"},
             {"triton", {"off", "on"}, "off",
              "the compile spec's triton_kernel_mode: on adds ReplaceEdgeOpWithTritonOpPass and runs "
-             "triton.sdpa / sdpa_decode_splitk (bf16); off compiles aten SDPA on the math path"}};
+             "triton.sdpa / sdpa_decode_splitk (bf16); off compiles aten SDPA on the math path"},
+            {"splitk", {"fixed-phi", "running-max"}, "fixed-phi",
+             "how triton.sdpa_decode_splitk normalizes a split's exponentials (triton=on): fixed-phi, "
+             "p = exp(s - phi) with phi = 5 (semantics section 4.4, since executorch 1014985bc6); running-max, "
+             "a per-split running maximum rescaled by the global one in the reduce, phi ignored (the split-K "
+             "normalization of sdpa.py at executorch 01b05b9088)"}};
   }
   std::vector<MutantSpec> mutants() const override {
     std::vector<MutantSpec> out;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/all_targets.h"
+#include "backends/cuda/triton/triton_splitk_kernel.h"
 #include "backends/target_fixture.h"
 #include "generators/case_gen.h"
 #include "harness/campaign/campaign.h"
@@ -59,23 +60,25 @@ TEST(CudaTriton, TheRoutedPipelineFailsOnlyWhereTheTritonKernelsDo) {
   // 1/sqrt(D), and an unmasked, non-causal power-of-2 call whose last KV
   // tile lets its zero-padded keys into the softmax (Lkv not a multiple of
   // BLOCK_N = 64). The routing sees D as the entry holds it: a flash call's
-  // head dim padded to a multiple of 8 (an unmasked bf16 call is flash's).
+  // head dim padded to a multiple of 8 (an unmasked bf16 call is flash's),
+  // and a power-of-2 D below 16 does not compile.
   auto pow2 = [](int64_t D) { return D > 0 && (D & (D - 1)) == 0; };
+  auto compiles_as_pow2 = [&](int64_t D) { return pow2(D) && D >= 16; };
   bool padding_found = false, compile_found = false;
   for (const auto& w : r.findings) {
     const ConcreteSizes s = concrete_sizes(w.shrunk, w.shrunk.runs().at(0));
     if (w.verdict == "unsound-rewrite") {
-      const bool padding = !w.shrunk.mask && !w.shrunk.is_causal && (pow2(s.E) || pow2((s.E + 7) / 8 * 8)) &&
-                           s.Lkv % 64 != 0;
+      const bool padding = !w.shrunk.mask && !w.shrunk.is_causal &&
+                           (compiles_as_pow2(s.E) || compiles_as_pow2((s.E + 7) / 8 * 8)) && s.Lkv % 64 != 0;
       padding_found = padding_found || padding;
       EXPECT_TRUE(w.shrunk.scale == 0.0 || padding) << case_summary(w.shrunk);
     }
     if (w.verdict == "invalid-rewrite") {
       EXPECT_NE(w.finding.detail.find("triton."), std::string::npos) << w.finding.detail;
-      // A power-of-2 D below 16 (or one a flash call's padding makes) does not compile.
+      // A power-of-2 D below 16, or the 8 a flash call's padding makes (no mask).
       if (w.finding.detail.find("CompilationError") != std::string::npos) {
         compile_found = true;
-        EXPECT_TRUE(s.E < 16 && (pow2(s.E) || s.E <= 8)) << case_summary(w.shrunk);
+        EXPECT_TRUE((pow2(s.E) && s.E < 16) || (!w.shrunk.mask && s.E <= 8)) << case_summary(w.shrunk);
       }
     }
   }
@@ -99,6 +102,26 @@ TEST(CudaTriton, SplitKFixedMaxIsFoundOnLargeScores) {
   EXPECT_EQ(fixture().check({{"triton", "on"}}, standard).verdict, Verdict::pass);
 }
 
+// splitk=running-max: the later sdpa.py keeps a running maximum per split
+// and rescales in the reduce, so the scores that overflow the fixed phi
+// give the softmax; an ExecuTorch upgrade across it loses the finding.
+TEST(CudaTriton, TheRunningMaxTreeTakesTheScoresTheFixedPhiOverflowsOn) {
+  const Options fixed{{"triton", "on"}}, running{{"triton", "on"}, {"splitk", "running-max"}};
+  CaseResult before = fixture().check(fixed, decode(2.0));
+  ASSERT_TRUE(before.verdict == Verdict::nan_mismatch || before.verdict == Verdict::inaccurate_kernel)
+      << verdict_name(before.verdict);
+  CaseResult after = fixture().check(running, decode(2.0));
+  EXPECT_EQ(after.verdict, Verdict::pass) << (after.primary() ? after.primary()->detail : "");
+  EXPECT_EQ(fixture().check(running, decode(0.05)).verdict, Verdict::pass);
+  // Lkv 600: three splits, whose maxima the reduce rescales to the global one.
+  Case three = decode(2.0);
+  three.kv_len = 600;
+  ASSERT_EQ(cuda_triton::splitk_num_splits(600), 3);
+  CaseResult split = fixture().check(running, three);
+  EXPECT_EQ(split.verdict, Verdict::pass) << (split.primary() ? split.primary()->detail : "");
+  EXPECT_NE(fixture().check(fixed, three).verdict, Verdict::pass);
+}
+
 // The dispatcher pads a flash call's head dims to a multiple of 8 (§3.2),
 // so routing sees the padded D: a D = 14 decode call is a D = 16 one and
 // takes split-K, with the unpadded call's scale, and its fixed maximum
@@ -114,8 +137,9 @@ TEST(CudaTriton, APaddedFlashDecodeCallRoutesToSplitK) {
   six.head_dim = six.value_dim = 6;
   CaseResult eight = fixture().check({{"triton", "on"}}, six);
   ASSERT_EQ(eight.verdict, Verdict::invalid_rewrite) << verdict_name(eight.verdict);
-  EXPECT_NE(eight.primary()->detail.find("_sdpa_decode_splitk_kernel, tl.dot(q, tl.trans(k)): Input shapes should "
-                                         "have M >= 1, N >= 1 and K >= 16 (K = 8)"),
+  EXPECT_NE(eight.primary()->detail.find("CompilationError at tl.dot(q, tl.trans(k)) in _sdpa_decode_splitk_kernel: "
+                                         "AssertionError('Input shapes should have M >= 1, N >= 1 and K >= 16') "
+                                         "[K = 8]"),
             std::string::npos)
       << eight.primary()->detail;
   CaseResult bad = fixture().check({{"triton", "on"}}, c);

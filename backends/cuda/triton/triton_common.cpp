@@ -91,9 +91,12 @@ void prepare_mask_params(const Tensor* mask, int64_t B, int64_t Lq, int64_t Lkv)
   if (size(0) != B || size(2) != Lq || size(3) != Lkv)
     runtime_error("attn_mask shape mismatch: expected [B=" + std::to_string(B) + ", 1, L_q=" +
                   std::to_string(Lq) + ", L_kv=" + std::to_string(Lkv) + "], got " + torch_size(mask->shape));
-  // A mask of rank > 4 passes these checks; the kernel then reads it with
-  // strides 0, 2 and 3 only.
-  if (mask->dim() > 4)
+}
+
+void refuse_unmodeled_mask(const Tensor* mask) {
+  // A mask of rank > 4 passes the wrapper's checks; the program then reads
+  // it with strides 0, 2 and 3 only.
+  if (mask && mask->dim() > 4)
     throw KernelError(KernelError::Kind::unsupported, "attn_mask of rank > 4 is read by strides: not modeled");
 }
 
@@ -108,8 +111,8 @@ bool is_power_of_2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 void check_dot_k(int64_t K, const std::string& dot) {
   constexpr int64_t kMinDotK = 16;  // min_dot_size's k for bf16 operands
   if (K < kMinDotK)
-    runtime_error("CompilationError: " + dot + ": Input shapes should have M >= 1, N >= 1 and K >= 16 (K = " +
-                  std::to_string(K) + ")");
+    runtime_error("CompilationError at " + dot + ": AssertionError('Input shapes should have M >= 1, N >= 1 and "
+                  "K >= 16') [K = " + std::to_string(K) + "]");
 }
 
 long double TritonArith::exp(long double x) const {

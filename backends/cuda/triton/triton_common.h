@@ -37,6 +37,11 @@ void validate_sdpa_inputs(const TritonCall& c);
 /// _prepare_mask_params: bool, head dim 1, exactly [B, 1, L_q, L_kv].
 void prepare_mask_params(const Tensor* mask, int64_t B, int64_t Lq, int64_t Lkv);
 
+/// A mask the checks pass but the model does not compute with (rank > 4):
+/// `unsupported`. Called after the program compiles, as upstream would
+/// read it only when the program runs.
+void refuse_unmodeled_mask(const Tensor* mask);
+
 /// `sm_scale = 1.0 / math.sqrt(D) if scale == 0.0 else scale`: 0.0 means default.
 double sm_scale(double scale, int64_t D);
 
@@ -46,8 +51,10 @@ bool is_power_of_2(int64_t n);
 /// operand sizes then (triton/language/semantic.py `dot` against the NVIDIA
 /// backend's `min_dot_size`, third_party/nvidia/backend/compiler.py: K >= 16
 /// for 16-bit operands, M and N >= 1): a contraction K below 16 is a
-/// CompilationError, recoverable, raised after the wrapper's checks.
-/// `dot` names the program and the tl.dot call.
+/// CompilationError, recoverable, raised after the wrapper's checks. The
+/// text holds Triton's AssertionError as its CompilationError repeats it;
+/// `dot` (the tl.dot call and its program, where Triton prints the line of
+/// source) and K are sdpacheck's.
 void check_dot_k(int64_t K, const std::string& dot);
 
 /// Scalar arithmetic of one numerics: the kernel's f32 registers, or long

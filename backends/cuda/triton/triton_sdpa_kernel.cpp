@@ -221,7 +221,8 @@ KernelFn triton_sdpa_kernel(Numerics numerics) {
     prepare_mask_params(c.mask, d.B, d.Lq, d.Lkv);
     // The power-of-2 program's tl.dot(q, tl.trans(k)) contracts over
     // HEAD_DIM = D; the other program's over BLOCK_D >= 16.
-    if (is_power_of_2(d.D)) check_dot_k(d.D, "_sdpa_fwd_kernel_body, tl.dot(q, tl.trans(k))");
+    if (is_power_of_2(d.D)) check_dot_k(d.D, "tl.dot(q, tl.trans(k)) in _sdpa_fwd_kernel_body");
+    refuse_unmodeled_mask(c.mask);
     return one_output(StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype()).run());
   };
 }

@@ -250,13 +250,25 @@ TEST(TritonSdpa, APowerOfTwoDBelow16DoesNotCompile) {
     for (Numerics n : {Numerics::exact, Numerics::emulated})
       EXPECT_EQ(raised([&] { run(call(D), n); }),
                 std::make_pair(KernelError::Kind::recoverable,
-                               "CompilationError: _sdpa_fwd_kernel_body, tl.dot(q, tl.trans(k)): Input shapes "
-                               "should have M >= 1, N >= 1 and K >= 16 (K = " + std::to_string(D) + ")"))
+                               "CompilationError at tl.dot(q, tl.trans(k)) in _sdpa_fwd_kernel_body: AssertionError("
+                               "'Input shapes should have M >= 1, N >= 1 and K >= 16') [K = " + std::to_string(D) + "]"))
           << "D " << D;
   for (int64_t D : {3, 5, 6, 7, 16, 32}) EXPECT_EQ(run(call(D)).shape, (Shape{1, 1, 2, D}));
   Spec dropout = call(8);
   dropout.dropout_p = 0.5;
   EXPECT_EQ(raised([&] { run(dropout); }).second, "dropout_p must be 0.0 (not supported in this implementation).");
+  Spec mask = call(4);
+  mask.mask = bools({1, 1, 1, 3}, {1, 1, 1});
+  EXPECT_EQ(raised([&] { run(mask); }).second,
+            "attn_mask shape mismatch: expected [B=1, 1, L_q=2, L_kv=3], got torch.Size([1, 1, 1, 3])");
+  // A mask the checks pass but the model does not compute with: the program
+  // compiles (or fails to) first.
+  Spec rank5 = call(4);
+  rank5.mask = bools({1, 1, 2, 3, 1}, std::vector<int>(6, 1));
+  EXPECT_EQ(raised([&] { run(rank5); }).second.substr(0, 19), "CompilationError at");
+  rank5.q = bhld({1, 1, 2, 16}, f);
+  rank5.k = rank5.v = bhld({1, 1, 3, 16}, f);
+  EXPECT_EQ(raised([&] { run(rank5); }).first, KernelError::Kind::unsupported);
 }
 
 TEST(TritonSdpa, ChecksInOrderWithUpstreamTexts) {

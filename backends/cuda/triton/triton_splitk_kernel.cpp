@@ -28,7 +28,7 @@ struct Dims {
 // The wrapper reads B, H_q, L_q, D from query and H_kv, L_kv from key, and
 // checks the rest only "with concrete shapes" (always, at run time).
 Dims validate_splitk(const TritonCall& c) {
-  const Tensor &q = *c.q, &k = *c.k, &v = *c.v;
+  const Tensor &q = *c.q, &k = *c.k;
   auto n = [](int64_t x) { return std::to_string(x); };
   if (q.size(2) != 1) runtime_error("sdpa_decode_splitk requires L_q == 1 (decode); got L_q=" + n(q.size(2)));
   if (k.size(1) == 0) throw KernelError(KernelError::Kind::recoverable, "ZeroDivisionError: integer modulo by zero");
@@ -36,13 +36,18 @@ Dims validate_splitk(const TritonCall& c) {
     runtime_error("H_q must be divisible by H_kv; got H_q=" + n(q.size(1)) + ", H_kv=" + n(k.size(1)));
   if (!is_power_of_2(q.size(3)))
     runtime_error("sdpa_decode_splitk requires power-of-2 head dim; got D=" + n(q.size(3)));
-  // Nothing checks key and value against query: the programs index them with
-  // query's B and D and key's H and L, so a mismatch reads out of bounds.
+  return {q.size(0), q.size(1), k.size(1), k.size(2), q.size(3)};
+}
+
+// Nothing checks key and value against query: the programs index them with
+// query's B and D and key's H and L, so a mismatch reads out of bounds once
+// the compiled program runs.
+void refuse_out_of_bounds(const TritonCall& c) {
+  const Tensor &q = *c.q, &k = *c.k, &v = *c.v;
   if (k.size(0) != q.size(0) || k.size(3) != q.size(3) || v.shape != k.shape)
     throw KernelError(KernelError::Kind::unsupported,
                       "sdpa_decode_splitk with key/value shapes " + torch_size(k.shape) + ", " +
                           torch_size(v.shape) + " reads out of bounds: not modeled");
-  return {q.size(0), q.size(1), k.size(1), k.size(2), q.size(3)};
 }
 
 bool visible(const TritonCall& c, const Dims& d, int64_t b, int64_t j) {
@@ -162,7 +167,9 @@ KernelFn triton_splitk_kernel(Numerics numerics, SplitKMax max) {
     const Dims d = validate_splitk(c);
     sm_scale(c.scale, d.D);
     prepare_mask_params(c.mask, d.B, 1, d.Lkv);
-    check_dot_k(d.D, "_sdpa_decode_splitk_kernel, tl.dot(q, tl.trans(k))");
+    check_dot_k(d.D, "tl.dot(q, tl.trans(k)) in _sdpa_decode_splitk_kernel");
+    refuse_out_of_bounds(c);
+    refuse_unmodeled_mask(c.mask);
     // is_causal: "no-op at L_q=1", accepted and ignored; the query attends to every key.
     Tensor out(a.out_dtype(), {d.B, d.Hq, 1, d.D});
     const SplitK kernel(c, d, max);

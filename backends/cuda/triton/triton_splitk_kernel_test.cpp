@@ -131,8 +131,17 @@ TEST(TritonSplitK, APowerOfTwoDBelow16DoesNotCompile) {
   for (int64_t D : {1, 2, 4, 8})
     EXPECT_EQ(raised([&] { run({bhld({1, 1, 1, D}, f), bhld({1, 1, 256, D}, f), bhld({1, 1, 256, D}, f)}); }),
               std::make_pair(KernelError::Kind::recoverable,
-                             "CompilationError: _sdpa_decode_splitk_kernel, tl.dot(q, tl.trans(k)): Input shapes "
-                             "should have M >= 1, N >= 1 and K >= 16 (K = " + std::to_string(D) + ")"));
+                             "CompilationError at tl.dot(q, tl.trans(k)) in _sdpa_decode_splitk_kernel: "
+                             "AssertionError('Input shapes should have M >= 1, N >= 1 and K >= 16') [K = " +
+                                 std::to_string(D) + "]"));
+  // Key and value of another shape than query's read out of bounds when
+  // the program runs: after it compiles (or fails to).
+  EXPECT_EQ(raised([&] { run({bhld({1, 1, 1, 8}, f), bhld({1, 1, 256, 16}, f), bhld({1, 1, 256, 16}, f)}); })
+                .second.substr(0, 19),
+            "CompilationError at");
+  EXPECT_EQ(raised([&] { run({bhld({1, 1, 1, 16}, f), bhld({1, 1, 256, 32}, f), bhld({1, 1, 256, 32}, f)}); })
+                .first,
+            KernelError::Kind::unsupported);
   EXPECT_EQ(run({bhld({1, 1, 1, 16}, f), bhld({1, 1, 256, 16}, f), bhld({1, 1, 256, 16}, f)}).shape,
             (Shape{1, 1, 1, 16}));
 }
