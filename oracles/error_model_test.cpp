@@ -17,6 +17,15 @@ ErrorBound bound_of(const Case& c, DType dtype) {
   return error_bound(c, t, eigen_golden(c, t, {}), dtype);
 }
 
+// The case's tensors with q, k and v set to the given data (one query row).
+CaseTensors one_row(const Case& c, std::vector<double> q, std::vector<double> k, std::vector<double> v) {
+  CaseTensors t = make_case_tensors(c, {});
+  t.q.data = std::move(q);
+  t.k.data = std::move(k);
+  t.v.data = std::move(v);
+  return t;
+}
+
 TEST(ErrorModel, BoundShrinksWithTheUnitRoundoff) {
   Case c = make_case(2, 2, 6, 7, 8, 4);
   c.mask = mask_spec(DType::f32, {6, 7}, MaskPattern::random, 0.7, MaskFill::neg_1e4);
@@ -55,10 +64,8 @@ TEST(ErrorModel, FullyMaskedRowGetsTheOutputRoundingAlone) {
 TEST(ErrorModel, AWeightLostToUnderflowIsWithinTheBound) {
   Case c = make_case(1, 1, 1, 2, 1, 1);
   c.scale = 1.0;
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {1.0};
-  t.k.data = {100.0, 0.0};  // scores 100 and 0: the second weight is e^-100
-  t.v.data = {0.0, 1.0};
+  // Scores 100 and 0: the second weight is e^-100.
+  CaseTensors t = one_row(c, {1.0}, {100.0, 0.0}, {0.0, 1.0});
   Golden g = eigen_golden(c, t, {});
   const double lost = g.out.data[0];  // a flush-to-zero kernel outputs 0
   ASSERT_GT(lost, 0.0);
@@ -120,10 +127,8 @@ TEST(ErrorModel, DeclaredNumericsNotTheCaseDtypeSetTheBound) {
 TEST(ErrorModel, ValueRoundingIsWeightedByTheSoftmax) {
   Case c = make_case(1, 1, 1, 2, 2, 1);
   c.dtype = DType::bf16;
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {1.0, 1.0};
-  t.k.data = {8.0, 8.0, -8.0, -8.0};  // key 1 weighs about e^-22.6 = 1.5e-10
-  t.v.data = {0.01, 1000.0};
+  // Key 1 weighs about e^-22.6 = 1.5e-10.
+  CaseTensors t = one_row(c, {1.0, 1.0}, {8.0, 8.0, -8.0, -8.0}, {0.01, 1000.0});
   Golden g = eigen_golden(c, t, {});
   ErrorBound b = error_bound(c, t, g, KernelNumerics::upcast(DType::bf16, true));
   EXPECT_LT(b.row_bound[0], 1e-3);  // u * max|V| would be 4
@@ -165,10 +170,7 @@ TEST(ErrorModel, AQuantizedPsSmallWeightsAreChargedTheirValueNotHalfAStep) {
 // range is not read, and a step coarser than max|x| / 127 is not taken.
 TEST(ErrorModel, AGridThatClipsATailChargesHowFarTheDataFallsOutside) {
   Case c = make_case(1, 1, 1, 2, 1, 1);
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {0.5};
-  t.k.data = {0.5, -0.5};
-  t.v.data = {1.0, 1.0};
+  CaseTensors t = one_row(c, {0.5}, {0.5, -0.5}, {1.0, 1.0});
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.v = {1.0 / 127, -1.0, 1.0};
@@ -214,11 +216,8 @@ auto clipping(const Case& c, const CaseTensors& t, const Golden& g, QuantizedNum
 }
 
 CaseTensors three_keys(const Case& c, std::vector<double> mask) {
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {1.0};
-  t.k.data = {2.0, 0.0, -1.0};
+  CaseTensors t = one_row(c, {1.0}, {2.0, 0.0, -1.0}, {1.0, 2.0, 3.0});
   t.mask->data = std::move(mask);
-  t.v.data = {1.0, 2.0, 3.0};
   return t;
 }
 
@@ -281,11 +280,8 @@ TEST(ErrorModel, AGridBeforeTheMasksAddClipsTheUnmaskedScores) {
 TEST(ErrorModel, AnInt8RowMaskedAtMinus1e4IsChargedTheF32AddsRounding) {
   Case c = make_case(1, 1, 1, 2, 1, 1);
   c.mask = mask_spec(DType::f32, {1, 2}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {0.0};
-  t.k.data = {0.0, 0.0};
+  CaseTensors t = one_row(c, {0.0}, {0.0, 0.0}, {1.0, -1.0});
   t.mask->data = {-1e4, -1e4};
-  t.v.data = {1.0, -1.0};
   Golden g = eigen_golden(c, t, {});
   const QuantizedNumerics qn = int8_numerics();
   const double logit = error_bound(c, t, g, KernelNumerics::quantized(qn)).inputs()["logit_err"].get<double>();
@@ -316,10 +312,7 @@ TEST(ErrorModel, TheSoftmaxsRoundingCompoundsWithTheLogitError) {
 TEST(ErrorModel, AKeysLogitErrorIsChargedToItsOwnWeight) {
   Case c = make_case(1, 1, 1, 2, 1, 1);
   c.scale = 1.0;
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {1.0};
-  t.k.data = {0.0, -20.0};
-  t.v.data = {1.0, 1.0};
+  CaseTensors t = one_row(c, {1.0}, {0.0, -20.0}, {1.0, 1.0});
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.k = {1.0 / 1024, -32.0, 32.0};  // k's step finer than max|k| / 127
@@ -344,11 +337,8 @@ TEST(ErrorModel, ARowMaskedFarBelowTheScoresGridKeepsAFiniteCap) {
   Case c = make_case(1, 1, 1, 3, 1, 1);
   c.scale = 1.0;
   c.mask = mask_spec(DType::f32, {1, 3}, MaskPattern::random, 0.5, MaskFill::neg_1e4);
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {1.0};
-  t.k.data = {4.0, 0.0, -4.0};
+  CaseTensors t = one_row(c, {1.0}, {4.0, 0.0, -4.0}, {1.0, -1.0, -1.0});
   t.mask->data = {-1e4, -1e4, -1e4};
-  t.v.data = {1.0, -1.0, -1.0};
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.ranges_clip = true;
@@ -366,10 +356,7 @@ TEST(ErrorModel, ARowMaskedFarBelowTheScoresGridKeepsAFiniteCap) {
 // the one charged.
 TEST(ErrorModel, QKPGridsClipAndAFinerDeclaredStepIsCharged) {
   Case c = make_case(1, 1, 1, 1, 1, 1);
-  CaseTensors t = make_case_tensors(c, {});
-  t.q.data = {0.5};
-  t.k.data = {0.5};
-  t.v.data = {1.0};
+  CaseTensors t = one_row(c, {0.5}, {0.5}, {1.0});
   Golden g = eigen_golden(c, t, {});
   QuantizedNumerics qn = int8_numerics();
   qn.ranges_clip = true;
