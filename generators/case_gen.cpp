@@ -64,6 +64,8 @@ Caps caps_at(const GenPolicy& p, const CaseSpace& space, int size) {
   Caps c;
   c.heads = size_cap(p.max_heads, size, 2);
   c.head_dim = size_cap(p.max_head_dim, size, 2);
+  // A kernel minimum is reached at every size, so that the kernels compute calls.
+  c.head_dim = std::max(c.head_dim, std::min(space.kernel_min_pow2_head_dim, p.max_head_dim));
   c.batch = size_cap(p.max_batch, size, 1);
   c.batch_rank = max_batch_rank(p, space);
   int64_t rows = c.heads;
@@ -231,7 +233,7 @@ Gen<Case> case_gen_at(const GenPolicy& p, const CaseSpace& space, int size) {
       gen::set(&CaseDraw::layout, gen_layout(p, space)),
       gen::set(&CaseDraw::heads, gen_heads(p, caps.heads)),
       gen::set(&CaseDraw::batch, gen_batch(p, space, caps.batch)),
-      gen::set(&CaseDraw::dims, gen_head_dims(p, caps.head_dim)),
+      gen::set(&CaseDraw::dims, gen_head_dims(p, caps.head_dim, space.kernel_min_pow2_head_dim)),
       gen::set(&CaseDraw::lengths, gen_lengths(p, caps.len)),
       gen::set(&CaseDraw::scale, gen_scale(p)),
       gen::set(&CaseDraw::dropout_p, gen_dropout(p, space)),

@@ -294,6 +294,49 @@ TEST(GenCase, WithoutServingMasksOrLongLengthsTheDrawsAreTheOlderOnes) {
   EXPECT_GT(same, 100);
 }
 
+// A kernel minimum (CaseSpace::kernel_min_pow2_head_dim, Triton's K >= 16)
+// reaches every size: of the power-of-two head dims, about half are at
+// least it at small sizes too, and the smaller ones are still drawn.
+TEST(GenCase, AKernelMinimumHeadDimIsDrawnAtEverySizeBesideTheSmallerPowersOfTwo) {
+  CaseSpace space;
+  space.kernel_min_pow2_head_dim = 16;
+  auto pow2 = [](int64_t d) { return (d & (d - 1)) == 0; };
+  for (const GenPolicy& p : {GenPolicy::defaults(), GenPolicy::large()}) {
+    auto g = gen_case(p, space);
+    std::map<int64_t, int> at_least;  // per size band of 25: powers of two >= 16
+    std::map<int64_t, int> below;
+    for (int size = 0; size <= 100; ++size)
+      for (uint64_t seed = 0; seed < 40; ++seed) {
+        const Case c = draw(g, seed * 101 + size, size);
+        EXPECT_LE(std::max(c.head_dim, c.value_dim), p.max_head_dim);
+        if (pow2(c.head_dim)) ++(c.head_dim >= 16 ? at_least : below)[size / 25];
+      }
+    for (int64_t band = 0; band < 4; ++band) {
+      const double share = static_cast<double>(at_least[band]) / (at_least[band] + below[band]);
+      EXPECT_GT(share, 0.35) << "sizes " << band * 25 << " to " << band * 25 + 24;
+      EXPECT_LT(share, 0.65) << "sizes " << band * 25 << " to " << band * 25 + 24;
+    }
+  }
+}
+
+// The kernel minimum moves the head dims only: every other part of a draw
+// is that of the same space without it.
+TEST(GenCase, AKernelMinimumChangesTheHeadDimsOnly) {
+  CaseSpace space;
+  space.kernel_min_pow2_head_dim = 16;
+  auto with = gen_case(GenPolicy::defaults(), space), without = gen_case(GenPolicy::defaults(), CaseSpace{});
+  int moved = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Case a = draw(with, seed, 40);
+    const Case b = draw(without, seed, 40);
+    moved += a.head_dim != b.head_dim;
+    a.head_dim = b.head_dim;
+    a.value_dim = b.value_dim;
+    EXPECT_EQ(case_to_json(a).dump(), case_to_json(b).dump()) << seed;
+  }
+  EXPECT_GT(moved, 100);
+}
+
 TEST(GenCase, ShowsAsJson) {
   Case c = draw(gen_case(GenPolicy::defaults(), CaseSpace{}), 3, 50);
   EXPECT_EQ(rc::toString(c), case_to_json(c).dump());

@@ -86,6 +86,11 @@ struct GenPolicy {
 
   // Head dims.
   double p_head_dim_pow2 = 0.5;       // E (and a differing Ev) a power of two
+  /// Of those powers of two, where the space names a
+  /// kernel_min_pow2_head_dim: one at least it (else one below). The
+  /// log-uniform draws add small powers of two, so 0.75 puts about half of
+  /// all power-of-two head dims at the minimum or above.
+  double p_head_dim_at_kernel_min = 0.75;
   double p_value_dim_differs = 0.25;  // E != Ev
 
   // Mask or is_causal (never both: aten rejects it). The weight of no mask

@@ -22,6 +22,27 @@ Gen<int64_t> gen_length(const GenPolicy& p, int64_t lo, int64_t hi) {
   return gen_size(lo, hi, p.tile_edges, p.p_tile_edge_len);
 }
 
+// One head dim: a power of two with p.p_head_dim_pow2, else log-uniform.
+// With a kernel minimum, the powers of two are split at it, each side
+// drawn as a part of its own so that each shrinks alone.
+Gen<int64_t> gen_head_dim(const GenPolicy& p, int64_t max_head_dim, int64_t kernel_min_pow2) {
+  const std::vector<int64_t> pow2 = powers_of_two_upto(max_head_dim);
+  if (kernel_min_pow2 <= 1 || kernel_min_pow2 > max_head_dim)
+    return gen_size(1, max_head_dim, pow2, p.p_head_dim_pow2);
+  Weighted<int64_t> below, at_least;
+  for (int64_t v : pow2) (v < kernel_min_pow2 ? below : at_least).push_back({v, 1.0});
+  return gen::apply(
+      [](bool is_pow2, bool large, const Lazy<int64_t>& small_pow2, const Lazy<int64_t>& large_pow2,
+         const Lazy<int64_t>& other) {
+        if (!is_pow2) return other.get();
+        return large ? large_pow2.get() : small_pow2.get();
+      },
+      gen_flag(p.p_head_dim_pow2), gen_flag(p.p_head_dim_at_kernel_min),
+      gen_lazy(gen_weighted(below, "powers of two below CaseSpace.kernel_min_pow2_head_dim")),
+      gen_lazy(gen_weighted(at_least, "powers of two from CaseSpace.kernel_min_pow2_head_dim")),
+      gen_lazy(gen_size(1, max_head_dim)));
+}
+
 }  // namespace
 
 Gen<DType> gen_dtype(const GenPolicy& p, const CaseSpace& space) {
@@ -96,8 +117,8 @@ Gen<std::vector<int64_t>> gen_batch(const GenPolicy& p, const CaseSpace& space, 
       gen_each(std::vector<Gen<Lazy<int64_t>>>(max_rank, gen_lazy(gen_size(1, max_batch)))));
 }
 
-Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim) {
-  auto dim = gen_size(1, max_head_dim, powers_of_two_upto(max_head_dim), p.p_head_dim_pow2);
+Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim, int64_t kernel_min_pow2) {
+  auto dim = gen_head_dim(p, max_head_dim, kernel_min_pow2);
   return gen::apply(
       [max_head_dim](int64_t e, bool differs, const Lazy<int64_t>& drawn_ev) {
         if (!differs) return HeadDims{e, e};

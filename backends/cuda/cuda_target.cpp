@@ -122,6 +122,10 @@ class CudaTarget : public Target {
     // The Triton kernels take bf16 only (any other dtype raises "Expected
     // bfloat16 inputs"): with them on, the generators draw bf16 calls.
     if (triton_) s.dtypes = {DType::bf16};
+    // Their power-of-2 programs' tl.dot contracts over K = D >= 16: smaller
+    // powers of two do not compile, so the space asks for head dims the
+    // kernels compute at every size, beside those smaller ones.
+    if (triton_) s.kernel_min_pow2_head_dim = 16;
     s.bshd_layout = false;  // the fused ops take [B, H, L, D]
     s.masks = entry_ != EntryForm::flash;
     s.max_batch_rank = entry_ == EntryForm::dispatch ? 2 : 1;

@@ -55,6 +55,10 @@ TEST(CudaTriton, TheRoutedPipelineFailsOnlyWhereTheTritonKernelsDo) {
                         "broken-invariant", "inaccurate-kernel"})
     EXPECT_EQ(r.verdicts[v], 0) << v << "\n" << run_summary_text({r});
   EXPECT_GT(r.verdicts["pass"], 60) << run_summary_text({r});
+  // Calls the routed kernels compute: 99 of 600 when the head-dim cap kept
+  // most powers of two below 16 (which do not compile), 140 since the
+  // space asks for head dims of at least 16 at every size.
+  EXPECT_GT(r.verdicts["pass"] + r.verdicts["unsound-rewrite"], 120) << run_summary_text({r});
   EXPECT_GT(r.verdicts["unsound-rewrite"], 0);
   // The two unsound classes: scale 0.0, which triton.sdpa reads as
   // 1/sqrt(D), and an unmasked, non-causal power-of-2 call whose last KV
@@ -156,8 +160,9 @@ TEST(CudaTriton, APaddedFlashDecodeCallRoutesToSplitK) {
 // finding names the split-K node and the row's largest score, which the
 // fixed phi = 5 cannot absorb (exp(s - 5) overflows f32 past s ~ 93.7).
 // The policy is the large one as it was before its long lengths and
-// serving masks (batch 2, the default mask weights), under which seed 1
-// finds it at case 501; the large policy of now finds it at case 855.
+// serving masks (batch 2, the default mask weights), under which seed 33
+// finds it at case 69 (seed 1: at case 1,901; at case 501 before the
+// Triton space drew head dims of at least 16 at every size).
 TEST(CudaTriton, SplitKFixedMaxIsFoundByTheGeneratorsFromAFixedSeed) {
   auto target = fixture().registry.make("cuda", {{"triton", "on"}});
   GenPolicy p = GenPolicy::large();
@@ -167,8 +172,8 @@ TEST(CudaTriton, SplitKFixedMaxIsFoundByTheGeneratorsFromAFixedSeed) {
   p.p_long_len = 0;
   p.p_serving_mask = 0;
   CampaignOptions o;
-  o.seed = 1;
-  o.cases = 520;
+  o.seed = 33;
+  o.cases = 120;
   TargetRun r = run_target_campaign(*target, *fixture().reference, [p](const CaseSpace& s) { return gen_case(p, s); }, o);
   const WrittenFinding* w = nullptr;
   for (const auto& f : r.findings)

@@ -29,6 +29,13 @@ struct CaseSpace {
   bool distinct_value_dim = true;  // E != Ev (else Ev = E)
   bool causal = true;              // is_causal
   bool explicit_scale = true;      // a scale argument (else the default 1/sqrt(E))
+  /// The smallest power-of-two head dim the entry form's kernels build for
+  /// (0: every one; Triton's tl.dot needs K >= 16). The head-dim cap reaches
+  /// it at every size (cut at the policy's max_head_dim), and a
+  /// power-of-two head dim is at least it with
+  /// GenPolicy::p_head_dim_at_kernel_min: the kernels compute calls at every
+  /// size, and the smaller powers of two, which they refuse, are still drawn.
+  int64_t kernel_min_pow2_head_dim = 0;
   /// Non-finite data (NaN, +-inf, range-edge values in q, k, v, masks):
   /// only where every kernel model of the target follows its upstream on it.
   bool non_finite = false;
