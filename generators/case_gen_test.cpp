@@ -320,7 +320,9 @@ TEST(GenCase, AKernelMinimumHeadDimIsDrawnAtEverySizeBesideTheSmallerPowersOfTwo
 }
 
 // The kernel minimum moves the head dims only: every other part of a draw
-// is that of the same space without it.
+// is that of the same space without it (at a size where the raised
+// head-dim cap leaves the length cap, which divides the element budget by
+// it, as it was).
 TEST(GenCase, AKernelMinimumChangesTheHeadDimsOnly) {
   CaseSpace space;
   space.kernel_min_pow2_head_dim = 16;

@@ -27,10 +27,10 @@ Gen<int64_t> gen_length(const GenPolicy& p, int64_t lo, int64_t hi) {
 // drawn as a part of its own so that each shrinks alone.
 Gen<int64_t> gen_head_dim(const GenPolicy& p, int64_t max_head_dim, int64_t kernel_min_pow2) {
   const std::vector<int64_t> pow2 = powers_of_two_upto(max_head_dim);
-  if (kernel_min_pow2 <= 1 || kernel_min_pow2 > max_head_dim)
-    return gen_size(1, max_head_dim, pow2, p.p_head_dim_pow2);
   Weighted<int64_t> below, at_least;
   for (int64_t v : pow2) (v < kernel_min_pow2 ? below : at_least).push_back({v, 1.0});
+  // No minimum, or none of the powers of two under the cap reaches it.
+  if (below.empty() || at_least.empty()) return gen_size(1, max_head_dim, pow2, p.p_head_dim_pow2);
   return gen::apply(
       [](bool is_pow2, bool large, const Lazy<int64_t>& small_pow2, const Lazy<int64_t>& large_pow2,
          const Lazy<int64_t>& other) {

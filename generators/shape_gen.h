@@ -49,8 +49,9 @@ rc::Gen<std::vector<int64_t>> gen_batch(const GenPolicy& p, const CaseSpace& spa
                                         int64_t max_batch);
 
 /// E and Ev in [1, max_head_dim], E != Ev with p.p_value_dim_differs.
-/// With kernel_min_pow2 > 1 (CaseSpace::kernel_min_pow2_head_dim, at most
-/// max_head_dim), a power-of-two head dim is at least kernel_min_pow2 with
+/// With kernel_min_pow2 > 1 (CaseSpace::kernel_min_pow2_head_dim) and a
+/// power of two in [kernel_min_pow2, max_head_dim], a power-of-two head dim
+/// is at least kernel_min_pow2 with
 /// p.p_head_dim_at_kernel_min; without it, any power of two up to
 /// max_head_dim is as likely.
 rc::Gen<HeadDims> gen_head_dims(const GenPolicy& p, int64_t max_head_dim, int64_t kernel_min_pow2 = 0);

@@ -36,18 +36,23 @@ KernelNumerics math_numerics(const Case& c, const Graph&) {
 
 // Triton kernel mode on (the compile spec's default): the routed Triton ops
 // on their models, every other op on the reference kernels.
-// `max`: how the split-K program normalizes its exponentials (option splitk).
-KernelSet triton_kernels(cuda_triton::SplitKMax max) {
+// `max`: how the split-K program normalizes its exponentials (option splitk);
+// `fault`: a wrong triton.sdpa program (option kernel_mutant, self-tests).
+KernelSet triton_kernels(cuda_triton::SplitKMax max, cuda_triton::SdpaFault fault) {
   KernelSet k("triton");
   const KernelSet math = math_kernels();
   for (const auto& op : math.ops()) k.add(op, *math.find(op));
-  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::emulated));
+  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::emulated, fault));
   k.add(cuda_triton::kTritonSplitKOp, cuda_triton::triton_splitk_kernel(Numerics::emulated, max));
   return k;
 }
 
 cuda_triton::SplitKMax parse_splitk(const std::string& s) {
   return s == "running-max" ? cuda_triton::SplitKMax::running_max : cuda_triton::SplitKMax::fixed_phi;
+}
+
+cuda_triton::SdpaFault parse_kernel_mutant(const std::string& s) {
+  return s == "triton-unsafe-softmax" ? cuda_triton::SdpaFault::unsafe_softmax : cuda_triton::SdpaFault::none;
 }
 
 KernelSet exact_with_triton() {
@@ -108,7 +113,9 @@ class CudaTarget : public Target {
         priority_(*parse_priority(options_.at("priority"))),
         pass_(parse_fused_rule(options_.at("weaken")), *parse_replace_fault(options_.at("mutant"))),
         triton_(options_.at("triton") == "on"),
-        kernels_(triton_ ? triton_kernels(parse_splitk(options_.at("splitk"))) : math_kernels()),
+        kernels_(triton_ ? triton_kernels(parse_splitk(options_.at("splitk")),
+                                          parse_kernel_mutant(options_.at("kernel_mutant")))
+                         : math_kernels()),
         exact_(exact_with_triton()) {}
 
   std::string name() const override { return "cuda"; }
@@ -200,7 +207,9 @@ class CudaTarget : public Target {
     u.probes = {"executorch.backends.cuda.triton.replacement_pass"};
     u.not_run = "ReplaceFusedSdpaWithSdpaPass is not in ExecuTorch and the Triton kernels need a CUDA device: "
                 "the script does not run the CUDA pipeline";
-    if (options_.at("weaken") != "none") u.deviations.push_back(self_test_deviation("weaken", options_.at("weaken")));
+    for (const char* key : {"weaken", "mutant", "kernel_mutant"})
+      if (options_.at(key) != "none" && (triton_ || std::string(key) != "kernel_mutant"))
+        u.deviations.push_back(self_test_deviation(key, options_.at(key)));
     return u;
   }
 
@@ -252,6 +261,10 @@ class CudaFactory : public TargetFactory {
             {"mutant", {"none", "replace-drops-scale", "replace-drops-enable-gqa"}, "none",
              "a wrong replacement (self-tests): the SDPA node without the fused call's scale, or without its "
              "enable_gqa"},
+            {"kernel_mutant", {"none", "triton-unsafe-softmax"}, "none",
+             "a wrong Triton kernel (self-tests; no effect with triton=off): triton-unsafe-softmax, triton.sdpa's "
+             "online softmax as at executorch 4495d959e2, without safe_diff and tile skipping (NaN from a tile "
+             "before a row's first kept key)"},
             {"triton", {"off", "on"}, "off",
              "the compile spec's triton_kernel_mode: on adds ReplaceEdgeOpWithTritonOpPass and runs "
              "triton.sdpa / sdpa_decode_splitk (bf16); off compiles aten SDPA on the math path"},
@@ -275,6 +288,10 @@ class CudaFactory : public TargetFactory {
                    "the replacement SDPA leaves out the fused call's scale (the padded flash call's og_scale too)"});
     out.push_back({"replace-drops-enable-gqa", {{"guard", "replace"}, {"mutant", "replace-drops-enable-gqa"}},
                    "the replacement SDPA leaves out enable_gqa where the head counts may differ"});
+    out.push_back({"triton-unsafe-softmax", {{"triton", "on"}, {"kernel_mutant", "triton-unsafe-softmax"}},
+                   "triton.sdpa's online softmax as at executorch 4495d959e2: NaN from a tile before a row's first "
+                   "kept key (no safe_diff, no tile skipping); its nan-mismatch comes after the Triton pipeline's "
+                   "own findings"});
     return out;
   }
   std::unique_ptr<Target> make(const Options& options) const override {

@@ -159,6 +159,46 @@ TEST(CudaTriton, APaddedFlashDecodeCallRoutesToSplitK) {
 // decode calls with Lkv at the 256 split threshold and large data. The
 // finding names the split-K node and the row's largest score, which the
 // fixed phi = 5 cannot absorb (exp(s - 5) overflows f32 past s ~ 93.7).
+// The self-test mutant kernel_mutant=triton-unsafe-softmax (triton.sdpa's
+// online softmax as at executorch 4495d959e2, before safe_diff): the
+// generators find a fully masked row, NaN where aten gives 0, on the
+// triton.sdpa node, and shrink it to one query row.
+TEST(CudaTriton, TheUnsafeSoftmaxMutantIsCaughtAsNaNAndShrunk) {
+  auto target = fixture().registry.make("cuda", {{"triton", "on"}, {"kernel_mutant", "triton-unsafe-softmax"}});
+  CampaignOptions o;
+  o.seed = 1;
+  o.cases = 2000;
+  TargetRun r = run_target_campaign(*target, *fixture().reference,
+                                    [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); }, o);
+  const WrittenFinding* w = nullptr;
+  for (const auto& f : r.findings)
+    if (!w && f.verdict == "nan-mismatch") w = &f;
+  ASSERT_NE(w, nullptr) << run_summary_text({r});
+  EXPECT_NE(w->finding.first_node.find("triton.sdpa.default"), std::string::npos) << w->finding.first_node;
+  EXPECT_NE(w->finding.detail.find("golden 0 (fully masked row)"), std::string::npos) << w->finding.detail;
+  const ConcreteSizes s = concrete_sizes(w->shrunk, w->shrunk.runs()[0]);
+  EXPECT_EQ(s.Lq, 1) << case_summary(w->shrunk);
+  EXPECT_EQ(s.Hq, 1) << case_summary(w->shrunk);
+  std::printf("triton-unsafe-softmax: %s at case %lld: %s\n", w->verdict.c_str(),
+              static_cast<long long>(w->iteration), case_summary(w->shrunk).c_str());
+}
+
+// A repro script of a case checked with a self-test option says so.
+TEST(CudaTriton, TheKernelMutantIsNamedAsASelfTestDeviationOfTheRepro) {
+  auto target = fixture().registry.make("cuda", {{"triton", "on"}, {"kernel_mutant", "triton-unsafe-softmax"}});
+  const std::vector<std::string> d = target->upstream_repro().deviations;
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].find("option kernel_mutant=triton-unsafe-softmax"), std::string::npos) << d[0];
+  EXPECT_TRUE(fixture().registry.make("cuda", {{"triton", "on"}})->upstream_repro().deviations.empty());
+  // Without the Triton kernels it changes nothing; a wrong replacement is named too.
+  EXPECT_TRUE(fixture().registry.make("cuda", {{"kernel_mutant", "triton-unsafe-softmax"}})
+                  ->upstream_repro().deviations.empty());
+  const std::vector<std::string> r =
+      fixture().registry.make("cuda", {{"mutant", "replace-drops-scale"}})->upstream_repro().deviations;
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("option mutant=replace-drops-scale"), std::string::npos) << r[0];
+}
+
 // The policy is the large one as it was before its long lengths and
 // serving masks (batch 2, the default mask weights), under which seed 33
 // finds it at case 69 (seed 1: at case 1,901; at case 501 before the

@@ -66,9 +66,10 @@ struct Program {
   // padded keys past Lkv (the non-power-of-2 program's kv_col_mask does).
   bool skips_tiles;
   bool scores_padding;
+  bool safe_softmax = true;  // safe_diff: a tile before a row's first kept key adds p = 0, alpha = 1
 };
 
-Program program_for(int64_t D, bool exact) {
+Program program_for(int64_t D, bool exact, SdpaFault fault) {
   Program p{kPow2BlockM, kPow2BlockN, false, 0.0L, true, true, true};
   if (!is_power_of_2(D)) {
     // _launch_non_pow2_kernel: BLOCK_D = next_pow2(D) clamped to [16, 256], BLOCK_N 128 (64 at BLOCK_D 256).
@@ -79,6 +80,7 @@ Program program_for(int64_t D, bool exact) {
     const int64_t block_d = D <= 16 ? 16 : D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 256;
     p = {32, block_d >= 256 ? 64 : 128, true, 1.0L, false, false, false};
   }
+  if (fault == SdpaFault::unsafe_softmax) p.safe_softmax = p.skips_tiles = false;
   // Exact: the programs' two arithmetics are the same numbers; the tiles,
   // the skips and the padding stay those of D's program.
   if (exact) {
@@ -91,8 +93,8 @@ Program program_for(int64_t D, bool exact) {
 
 class StandardSdpa {
  public:
-  StandardSdpa(const TritonCall& c, const Dims& d, bool exact, DType out_dtype)
-      : c_(c), d_(d), ar_{exact}, prog_(program_for(d.D, exact)), out_dtype_(out_dtype) {
+  StandardSdpa(const TritonCall& c, const Dims& d, bool exact, DType out_dtype, SdpaFault fault)
+      : c_(c), d_(d), ar_{exact}, prog_(program_for(d.D, exact, fault)), out_dtype_(out_dtype) {
     const double s = sm_scale(c.scale, d.D);
     // sm_scale: tl.float32; the non-pow2 program multiplies it by log2(e) in f32.
     scale_ = exact ? s : static_cast<float>(s);
@@ -170,13 +172,16 @@ class StandardSdpa {
       long double m_new = m;
       for (int64_t c = 0; c < cols; ++c)
         m_new = std::max(m_new, s[c] = c < keys ? score(b, h, i, hk, n + c) : pad_score);
+      // safe_diff: no key kept so far (m_new = -inf) gives p = 0 and alpha = 1,
+      // where exp(-inf - -inf) would be NaN.
+      const bool guarded = prog_.safe_softmax && m_new == kNegInf;
       long double l_tile = 0;
       for (int64_t c = 0; c < cols; ++c) {
-        p[c] = m_new > kNegInf ? exp(ar_.f32(s[c] - m_new)) : 0.0L;  // safe_diff
+        p[c] = guarded ? 0.0L : exp(ar_.f32(s[c] - m_new));
         l_tile = ar_.f32(l_tile + p[c]);
         p[c] = ar_.bf16(p[c]);  // p_f32.to(tl.bfloat16) before P @ V
       }
-      const long double alpha = exp(m_new > kNegInf ? ar_.f32(m - m_new) : 0.0L);
+      const long double alpha = exp(guarded ? 0.0L : ar_.f32(m - m_new));
       for (int64_t e = 0; e < d_.D; ++e) acc[e] = pv(acc[e], alpha, p, cols, b, hk, n, e);
       l = ar_.f32(l * alpha + l_tile);
       m = m_new;
@@ -209,8 +214,8 @@ class StandardSdpa {
 
 }  // namespace
 
-KernelFn triton_sdpa_kernel(Numerics numerics) {
-  return [numerics](const KernelArgs& a) {
+KernelFn triton_sdpa_kernel(Numerics numerics, SdpaFault fault) {
+  return [numerics, fault](const KernelArgs& a) {
     const TritonCall c = read_triton_call(a);
     validate_sdpa_inputs(c);
     const Dims d = validate_qkv_shapes(c);
@@ -223,7 +228,7 @@ KernelFn triton_sdpa_kernel(Numerics numerics) {
     // HEAD_DIM = D; the other program's over BLOCK_D >= 16.
     if (is_power_of_2(d.D)) check_dot_k(d.D, "tl.dot(q, tl.trans(k)) in _sdpa_fwd_kernel_body");
     refuse_unmodeled_mask(c.mask);
-    return one_output(StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype()).run());
+    return one_output(StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype(), fault).run());
   };
 }
 

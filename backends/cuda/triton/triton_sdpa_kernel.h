@@ -21,6 +21,14 @@ inline constexpr int64_t kPow2BlockN = 64;
 /// skipped tile; the cuda case space draws finite data only.
 inline constexpr int64_t kPow2BlockM = 64;
 
+/// A deliberately wrong program for the self-tests. `unsafe_softmax`:
+/// the online softmax as at executorch 4495d959e2 (2025-12-17, stored
+/// pytorch/executorch 7739119), before c8f0e61b69's safe_diff guards and
+/// 6b5273f289's tile skipping: a tile before a row's first kept key (every
+/// tile of a fully masked row) gives exp(-inf - -inf) = NaN, which then
+/// stays in the row's accumulators.
+enum class SdpaFault { none, unsafe_softmax };
+
 /// The kernel for `triton.sdpa.default(query, key, value, attn_mask=None,
 /// dropout_p=0.0, is_causal=False, scale=0.0, enable_gqa=False)` on
 /// [B, H, L, D] bf16 tensors. `emulated` (or `naive`): the Triton program's
@@ -28,6 +36,6 @@ inline constexpr int64_t kPow2BlockM = 64;
 /// the output rounded to bf16); `exact`: the same semantics in long double
 /// without rounding (the soundness twin). The wrapper's RuntimeErrors are
 /// KernelError::recoverable with the upstream texts.
-KernelFn triton_sdpa_kernel(Numerics numerics);
+KernelFn triton_sdpa_kernel(Numerics numerics, SdpaFault fault = SdpaFault::none);
 
 }  // namespace sdpa::cuda_triton

@@ -79,6 +79,42 @@ TEST(TritonSdpa, FullyMaskedRowGivesZero) {
   }
 }
 
+// The self-test mutant SdpaFault::unsafe_softmax, the online softmax of
+// 4495d959e2 (stored pytorch/executorch 7739119: p = exp(qk - m_ij), alpha =
+// exp(m_i - m_ij), no safe_diff, no tile skipping): a tile before a row's
+// first kept key gives NaN, which stays in acc and l. So a fully masked row
+// is NaN where the guarded program gives 0 (alone in its query tile too,
+// where the guarded program skips every tile), and so is a row whose first
+// KV tile (64 keys at a power-of-2 D, else 128) the mask empties though a
+// later one keeps keys; a row that keeps a key in its first tile is as
+// before. Both programs.
+TEST(TritonSdpa, TheUnsafeSoftmaxMutantGivesNaNFromATileBeforeARowsFirstKeptKey) {
+  for (const auto& [D, tile] : {std::pair<int64_t, int64_t>{kD, 64}, {3, 128}}) {
+    const int64_t Lkv = 2 * tile;
+    auto f = [](int64_t, int64_t, int64_t l, int64_t e) { return 0.5 + 0.01 * l - 0.125 * e; };
+    std::vector<int> keep(3 * Lkv, 0);                         // row 0: no key
+    for (int64_t j = tile; j < Lkv; ++j) keep[Lkv + j] = 1;    // row 1: the second tile only
+    for (int64_t j = 0; j < Lkv; ++j) keep[2 * Lkv + j] = 1;   // row 2: every key
+    Spec c{bhld({1, 1, 3, D}, f), bhld({1, 1, Lkv, D}, f), bhld({1, 1, Lkv, D}, f), bools({1, 1, 3, Lkv}, keep)};
+    const Tensor safe = run(c);
+    const Tensor unsafe = testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(Numerics::emulated,
+                                                                                SdpaFault::unsafe_softmax), c);
+    for (int64_t e = 0; e < D; ++e) {
+      EXPECT_EQ(at(safe, 0, 0, e), 0.0) << "D " << D;
+      EXPECT_TRUE(std::isfinite(at(safe, 0, 1, e))) << "D " << D;
+      EXPECT_TRUE(std::isnan(at(unsafe, 0, 0, e))) << "D " << D << ": a fully masked row";
+      EXPECT_TRUE(std::isnan(at(unsafe, 0, 1, e))) << "D " << D << ": an empty first tile";
+      EXPECT_EQ(at(unsafe, 0, 2, e), at(safe, 0, 2, e)) << "D " << D << ": a row that keeps every key";
+    }
+    Spec alone{bhld({1, 1, 1, D}, f), bhld({1, 1, Lkv, D}, f), bhld({1, 1, Lkv, D}, f),
+               bools({1, 1, 1, Lkv}, std::vector<int>(static_cast<size_t>(Lkv), 0))};
+    const Tensor alone_unsafe = testing::run_triton(
+        kTritonSdpaOp, triton_sdpa_kernel(Numerics::emulated, SdpaFault::unsafe_softmax), alone);
+    EXPECT_EQ(run(alone).data, std::vector<double>(static_cast<size_t>(D), 0.0)) << "D " << D;
+    for (double o : alone_unsafe.data) EXPECT_TRUE(std::isnan(o)) << "D " << D << ": a fully masked row alone";
+  }
+}
+
 // A KV tile that no row of its query tile keeps is skipped (since
 // 6b5273f289): an inf in V there never meets a zero weight.
 TEST(TritonSdpa, AKvTileNoRowOfTheQueryTileKeepsIsSkipped) {
