@@ -37,12 +37,13 @@ KernelNumerics math_numerics(const Case& c, const Graph&) {
 // Triton kernel mode on (the compile spec's default): the routed Triton ops
 // on their models, every other op on the reference kernels.
 // `max`: how the split-K program normalizes its exponentials (option splitk);
-// `fault`: a wrong triton.sdpa program (option kernel_mutant, self-tests).
-KernelSet triton_kernels(cuda_triton::SplitKMax max, cuda_triton::SdpaFault fault) {
+// `fault`: a wrong triton.sdpa program (option kernel_mutant, self-tests);
+// `tree`: the ExecuTorch tree of triton.sdpa (option executorch).
+KernelSet triton_kernels(cuda_triton::SplitKMax max, cuda_triton::SdpaFault fault, cuda_triton::SdpaTree tree) {
   KernelSet k("triton");
   const KernelSet math = math_kernels();
   for (const auto& op : math.ops()) k.add(op, *math.find(op));
-  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::emulated, fault));
+  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::emulated, fault, tree));
   k.add(cuda_triton::kTritonSplitKOp, cuda_triton::triton_splitk_kernel(Numerics::emulated, max));
   return k;
 }
@@ -51,13 +52,17 @@ cuda_triton::SplitKMax parse_splitk(const std::string& s) {
   return s == "running-max" ? cuda_triton::SplitKMax::running_max : cuda_triton::SplitKMax::fixed_phi;
 }
 
+cuda_triton::SdpaTree parse_tree(const std::string& s) {
+  return s == "2025-12-17" ? cuda_triton::SdpaTree::dec_2025 : cuda_triton::SdpaTree::main;
+}
+
 cuda_triton::SdpaFault parse_kernel_mutant(const std::string& s) {
   return s == "triton-unsafe-softmax" ? cuda_triton::SdpaFault::unsafe_softmax : cuda_triton::SdpaFault::none;
 }
 
-KernelSet exact_with_triton() {
+KernelSet exact_with_triton(cuda_triton::SdpaTree tree) {
   KernelSet k = make_reference_kernels("exact", Numerics::exact);
-  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::exact));
+  k.add(cuda_triton::kTritonSdpaOp, cuda_triton::triton_sdpa_kernel(Numerics::exact, cuda_triton::SdpaFault::none, tree));
   k.add(cuda_triton::kTritonSplitKOp, cuda_triton::triton_splitk_kernel(Numerics::exact));
   return k;
 }
@@ -112,11 +117,13 @@ class CudaTarget : public Target {
         entry_(*parse_entry(options_.at("entry"))),
         priority_(*parse_priority(options_.at("priority"))),
         pass_(parse_fused_rule(options_.at("weaken")), *parse_replace_fault(options_.at("mutant"))),
+        routing_(parse_tree(options_.at("executorch"))),
         triton_(options_.at("triton") == "on"),
         kernels_(triton_ ? triton_kernels(parse_splitk(options_.at("splitk")),
-                                          parse_kernel_mutant(options_.at("kernel_mutant")))
+                                          parse_kernel_mutant(options_.at("kernel_mutant")),
+                                          parse_tree(options_.at("executorch")))
                          : math_kernels()),
-        exact_(exact_with_triton()) {}
+        exact_(exact_with_triton(parse_tree(options_.at("executorch")))) {}
 
   std::string name() const override { return "cuda"; }
   const Options& options() const override { return options_; }
@@ -207,6 +214,10 @@ class CudaTarget : public Target {
     u.probes = {"executorch.backends.cuda.triton.replacement_pass"};
     u.not_run = "ReplaceFusedSdpaWithSdpaPass is not in ExecuTorch and the Triton kernels need a CUDA device: "
                 "the script does not run the CUDA pipeline";
+    if (triton_ && options_.at("executorch") != "main")
+      u.deviations.push_back("option executorch=" + options_.at("executorch") +
+                             ": the model is ExecuTorch's Triton pass and triton.sdpa of that date (4495d959e2), "
+                             "not main's");
     for (const char* key : {"weaken", "mutant", "kernel_mutant"})
       if (options_.at(key) != "none" && (triton_ || std::string(key) != "kernel_mutant"))
         u.deviations.push_back(self_test_deviation(key, options_.at(key)));
@@ -261,6 +272,10 @@ class CudaFactory : public TargetFactory {
             {"mutant", {"none", "replace-drops-scale", "replace-drops-enable-gqa"}, "none",
              "a wrong replacement (self-tests): the SDPA node without the fused call's scale, or without its "
              "enable_gqa"},
+            {"executorch", {"main", "2025-12-17"}, "main",
+             "the ExecuTorch tree of triton.sdpa (triton=on; no effect with triton=off): main, or 2025-12-17 "
+             "(4495d959e2: enable_gqa refused, a mask [B, H, Lq, Lkv] of any H read at head 0 for every head, "
+             "no safe_diff, no tile skipping)"},
             {"kernel_mutant", {"none", "triton-unsafe-softmax"}, "none",
              "a wrong Triton kernel (self-tests; no effect with triton=off): triton-unsafe-softmax, triton.sdpa's "
              "online softmax as at executorch 4495d959e2, without safe_diff and tile skipping (NaN from a tile "

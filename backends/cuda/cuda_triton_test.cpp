@@ -183,6 +183,35 @@ TEST(CudaTriton, TheUnsafeSoftmaxMutantIsCaughtAsNaNAndShrunk) {
               static_cast<long long>(w->iteration), case_summary(w->shrunk).c_str());
 }
 
+// executorch 2025-12-17 (option executorch; 4495d959e2): a per-head mask,
+// which main refuses, is taken and read at head 0 for every head, so the
+// rewrite is unsound; a fully masked row is NaN where aten gives 0 (main: 0).
+// D 12 (not a multiple of 8): the dispatcher keeps aten SDPA, whose bool
+// mask reaches triton.sdpa as it is (a fused call's would be a bias).
+TEST(CudaTriton, At2025_12_17APerHeadMaskIsReadAtHeadZeroAndAFullyMaskedRowIsNaN) {
+  const Options main{{"triton", "on"}}, old{{"triton", "on"}, {"executorch", "2025-12-17"}};
+  Case c = decode(1.0);
+  c.q_heads = c.kv_heads = 2;
+  c.q_len = c.kv_len = 4;
+  c.head_dim = c.value_dim = 12;
+  c.data.distribution = Distribution::normal;
+  c.mask = MaskSpec{DType::b8, {SymExpr(1), SymExpr(2), SymExpr(4), SymExpr(4)}, MaskPattern::random, 0.5};
+  CaseResult refused = fixture().check(main, c);
+  ASSERT_EQ(refused.verdict, Verdict::invalid_rewrite) << verdict_name(refused.verdict);
+  EXPECT_NE(refused.primary()->detail.find("attn_mask head dimension must be 1"), std::string::npos)
+      << refused.primary()->detail;
+  CaseResult head0 = fixture().check(old, c);
+  EXPECT_EQ(head0.verdict, Verdict::unsound_rewrite) << verdict_name(head0.verdict);
+  c.mask->shape[1] = SymExpr(1);  // one mask for both heads: as aten reads it
+  EXPECT_EQ(fixture().check(old, c).verdict, Verdict::pass);
+  c.mask->pattern = MaskPattern::padding;  // no key kept: every row fully masked
+  c.mask->param = 0;
+  EXPECT_EQ(fixture().check(main, c).verdict, Verdict::pass);
+  CaseResult nan = fixture().check(old, c);
+  ASSERT_EQ(nan.verdict, Verdict::nan_mismatch) << verdict_name(nan.verdict);
+  EXPECT_NE(nan.primary()->detail.find("golden 0 (fully masked row)"), std::string::npos) << nan.primary()->detail;
+}
+
 // A repro script of a case checked with a self-test option says so.
 TEST(CudaTriton, TheKernelMutantIsNamedAsASelfTestDeviationOfTheRepro) {
   auto target = fixture().registry.make("cuda", {{"triton", "on"}, {"kernel_mutant", "triton-unsafe-softmax"}});
@@ -190,6 +219,10 @@ TEST(CudaTriton, TheKernelMutantIsNamedAsASelfTestDeviationOfTheRepro) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_NE(d[0].find("option kernel_mutant=triton-unsafe-softmax"), std::string::npos) << d[0];
   EXPECT_TRUE(fixture().registry.make("cuda", {{"triton", "on"}})->upstream_repro().deviations.empty());
+  const std::vector<std::string> tree =
+      fixture().registry.make("cuda", {{"triton", "on"}, {"executorch", "2025-12-17"}})->upstream_repro().deviations;
+  ASSERT_EQ(tree.size(), 1u);
+  EXPECT_NE(tree[0].find("option executorch=2025-12-17"), std::string::npos) << tree[0];
   // Without the Triton kernels it changes nothing; a wrong replacement is named too.
   EXPECT_TRUE(fixture().registry.make("cuda", {{"kernel_mutant", "triton-unsafe-softmax"}})
                   ->upstream_repro().deviations.empty());

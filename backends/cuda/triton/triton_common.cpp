@@ -98,6 +98,9 @@ void refuse_unmodeled_mask(const Tensor* mask) {
   // it with strides 0, 2 and 3 only.
   if (mask && mask->dim() > 4)
     throw KernelError(KernelError::Kind::unsupported, "attn_mask of rank > 4 is read by strides: not modeled");
+  // A tree that leaves dim 1 unchecked reads head 0's rows, which a size-0 dim lacks.
+  if (mask && mask->dim() == 4 && mask->size(1) == 0 && mask->size(0) * mask->size(2) * mask->size(3) > 0)
+    throw KernelError(KernelError::Kind::unsupported, "attn_mask with a size-0 head dim: not modeled");
 }
 
 double sm_scale(double scale, int64_t D) {

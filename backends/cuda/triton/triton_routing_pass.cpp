@@ -43,7 +43,8 @@ std::vector<Arg> triton_args(GraphRewriter& rw, const Node& n) {
 
 class Router {
  public:
-  Router(const ShapeEnv& env, const RewriteControl& control) : env_(env), control_(control) {}
+  Router(const ShapeEnv& env, const RewriteControl& control, SdpaTree tree)
+      : env_(env), control_(control), tree_(tree) {}
 
   Pass::Result run(const Graph& g) {
     GraphRewriter rw(g);
@@ -69,6 +70,12 @@ class Router {
  private:
   Decision decide(const Graph& g, const Node& n) const {
     GuardContext guard(env_, "%" + n.name);
+    if (tree_ == SdpaTree::dec_2025) {  // no _pick_sdpa_kernel: no size is read
+      guard.rule(kRouteStandard, true, "every edge SDPA to triton.sdpa (executorch 2025-12-17)");
+      Decision d = guard.finish();
+      d.deciding_rule = kRouteStandard;
+      return d;
+    }
     const SymShape& q = g.info(std::get<ValueRef>(n.args.at(0))).shape;
     const SymShape& k = g.info(std::get<ValueRef>(n.args.at(1))).shape;
     // L_q, D = q_shape[2], q_shape[3]; L_kv = k_shape[2]: an IndexError on a
@@ -88,13 +95,14 @@ class Router {
 
   const ShapeEnv& env_;
   const RewriteControl& control_;
+  SdpaTree tree_;
 };
 
 }  // namespace
 
 Pass::Result ReplaceEdgeOpWithTritonOpPass::run(const Graph& g, const ShapeEnv& env,
                                                 const RewriteControl& control) const {
-  return Router(env, control).run(g);
+  return Router(env, control, tree_).run(g);
 }
 
 }  // namespace sdpa::cuda_triton

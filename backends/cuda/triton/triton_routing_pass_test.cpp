@@ -124,6 +124,23 @@ TEST(TritonRouting, HeldNodeStaysAndLowRankIsKeptAsUpstreamLogsIt) {
   EXPECT_EQ(kept.graph.count(kSdpaOp), 1);
 }
 
+// executorch 2025-12-17 (the pass at stored f74026a6): no _pick_sdpa_kernel,
+// so a decode call goes to triton.sdpa and a rank-3 call is replaced too
+// (the op then refuses it when it runs).
+TEST(TritonRouting, At2025_12_17EveryNodeBecomesTritonSdpa) {
+  const ReplaceEdgeOpWithTritonOpPass old(SdpaTree::dec_2025);
+  Case rank3 = decode_case(1, 256, 64);
+  rank3.batch = {};
+  for (const Case& c : {decode_case(1, 256, 64), rank3}) {
+    Pass::Result r = old.run(sdpa_entry_graph(c), c.shape_env(), {});
+    ASSERT_EQ(r.decisions.size(), 1u);
+    EXPECT_TRUE(r.decisions[0].rewrite);
+    EXPECT_EQ(r.decisions[0].deciding_rule, kRouteStandard);
+    EXPECT_EQ(triton_node(r.graph).op, kTritonSdpaOp);
+    EXPECT_EQ(r.graph.count(kSdpaOp), 0);
+  }
+}
+
 TEST(TritonRouting, CausalDecodeRoutedToSplitKAttendsToEveryKey) {
   // semantics §5 item 4: aten with is_causal gives v[0]; split-K ignores causal.
   Case c = decode_case(1, 256, 64);

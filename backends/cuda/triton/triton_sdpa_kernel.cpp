@@ -10,6 +10,8 @@
 // its last tile's zero-padded keys (k and v loaded as 0) into the softmax
 // as scores of 0; the other program masks the padding and skips no tile.
 // The power-of-2 program does not compile for D < 16 (tl.dot's K).
+// executorch=2025-12-17 (SdpaTree::dec_2025) changes the checks, the mask's
+// reading (head 0 for every head) and the softmax (no guards, no skipping).
 #include "backends/cuda/triton/triton_sdpa_kernel.h"
 
 #include <algorithm>
@@ -29,15 +31,19 @@ struct Dims {
 };
 
 // sdpa.py _validate_qkv_shapes: each check with its RuntimeError text, in order.
-Dims validate_qkv_shapes(const TritonCall& c) {
+Dims validate_qkv_shapes(const TritonCall& c, SdpaTree tree) {
   const Tensor &q = *c.q, &k = *c.k, &v = *c.v;
   auto n = [](int64_t x) { return std::to_string(x); };
   if (!(q.size(0) == k.size(0) && k.size(0) == v.size(0)))
     runtime_error("Batch dimension must match; got B_q=" + n(q.size(0)) + ", B_k=" + n(k.size(0)) +
                   ", B_v=" + n(v.size(0)) + ".");
-  if (k.size(1) != v.size(1))
+  if (tree == SdpaTree::dec_2025) {
+    if (!(q.size(1) == k.size(1) && k.size(1) == v.size(1)))
+      runtime_error("Head dimension must match; got H_q=" + n(q.size(1)) + ", H_k=" + n(k.size(1)) +
+                    ", H_v=" + n(v.size(1)) + ".");
+  } else if (k.size(1) != v.size(1)) {
     runtime_error("K and V head counts must match; got H_k=" + n(k.size(1)) + ", H_v=" + n(v.size(1)) + ".");
-  if (c.enable_gqa) {
+  } else if (c.enable_gqa) {
     if (k.size(1) == 0) throw KernelError(KernelError::Kind::recoverable, "ZeroDivisionError: integer modulo by zero");
     if (q.size(1) % k.size(1) != 0)
       runtime_error("GQA requires H_q divisible by H_kv; got H_q=" + n(q.size(1)) + ", H_kv=" + n(k.size(1)) + ".");
@@ -52,6 +58,39 @@ Dims validate_qkv_shapes(const TritonCall& c) {
     runtime_error("Key and Value must have the same sequence length; got L_k=" + n(k.size(2)) +
                   ", L_v=" + n(v.size(2)) + ".");
   return {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
+}
+
+// 4495d959e2's _prepare_mask_params: bool, then shape[0], shape[2] and
+// shape[3] against B, L_q and L_kv (Python's `or` stops at the first that
+// differs; an index past the rank raises IndexError); dim 1 is not read.
+void prepare_mask_params_2025_12_17(const Tensor* mask, int64_t B, int64_t Lq, int64_t Lkv) {
+  if (!mask) return;
+  if (mask->dtype != DType::b8) runtime_error("attn_mask must have dtype torch.bool");
+  auto differs = [&](int64_t i, int64_t want) {
+    if (i >= mask->dim()) throw KernelError(KernelError::Kind::recoverable, "IndexError: tuple index out of range");
+    return mask->size(i) != want;
+  };
+  if (differs(0, B) || differs(2, Lq) || differs(3, Lkv))
+    runtime_error("attn_mask shape mismatch: expected [B=" + std::to_string(B) + ", H, L_q=" + std::to_string(Lq) +
+                  ", L_kv=" + std::to_string(Lkv) + "], got " + torch_size(mask->shape));
+}
+
+// The wrapper's checks of a tree, in order, up to the launch.
+Dims check_call(const TritonCall& c, SdpaTree tree) {
+  validate_sdpa_inputs(c);
+  const bool dec_2025 = tree == SdpaTree::dec_2025;
+  if (dec_2025 && c.enable_gqa) runtime_error("enable_gqa must be False (not supported in this implementation).");
+  const Dims d = validate_qkv_shapes(c, tree);
+  if (c.is_causal && d.Lq != d.Lkv)
+    runtime_error("Causal masking requires L_q == L_kv; got L_q=" + std::to_string(d.Lq) + ", L_kv=" +
+                  std::to_string(d.Lkv) + "." +
+                  (dec_2025 ? "" : " For decode (L_q < L_kv), use an explicit bool mask instead."));
+  sm_scale(c.scale, d.D);  // evaluated before the mask checks upstream
+  if (dec_2025)
+    prepare_mask_params_2025_12_17(c.mask, d.B, d.Lq, d.Lkv);
+  else
+    prepare_mask_params(c.mask, d.B, d.Lq, d.Lkv);
+  return d;
 }
 
 // Which Triton program runs, and how it computes.
@@ -69,7 +108,7 @@ struct Program {
   bool safe_softmax = true;  // safe_diff: a tile before a row's first kept key adds p = 0, alpha = 1
 };
 
-Program program_for(int64_t D, bool exact, SdpaFault fault) {
+Program program_for(int64_t D, bool exact, SdpaFault fault, SdpaTree tree) {
   Program p{kPow2BlockM, kPow2BlockN, false, 0.0L, true, true, true};
   if (!is_power_of_2(D)) {
     // _launch_non_pow2_kernel: BLOCK_D = next_pow2(D) clamped to [16, 256], BLOCK_N 128 (64 at BLOCK_D 256).
@@ -80,7 +119,8 @@ Program program_for(int64_t D, bool exact, SdpaFault fault) {
     const int64_t block_d = D <= 16 ? 16 : D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 256;
     p = {32, block_d >= 256 ? 64 : 128, true, 1.0L, false, false, false};
   }
-  if (fault == SdpaFault::unsafe_softmax) p.safe_softmax = p.skips_tiles = false;
+  // Before c8f0e61b69 (safe_diff) and 6b5273f289 (block_active).
+  if (fault == SdpaFault::unsafe_softmax || tree == SdpaTree::dec_2025) p.safe_softmax = p.skips_tiles = false;
   // Exact: the programs' two arithmetics are the same numbers; the tiles,
   // the skips and the padding stay those of D's program.
   if (exact) {
@@ -93,8 +133,8 @@ Program program_for(int64_t D, bool exact, SdpaFault fault) {
 
 class StandardSdpa {
  public:
-  StandardSdpa(const TritonCall& c, const Dims& d, bool exact, DType out_dtype, SdpaFault fault)
-      : c_(c), d_(d), ar_{exact}, prog_(program_for(d.D, exact, fault)), out_dtype_(out_dtype) {
+  StandardSdpa(const TritonCall& c, const Dims& d, bool exact, DType out_dtype, SdpaFault fault, SdpaTree tree)
+      : c_(c), d_(d), ar_{exact}, prog_(program_for(d.D, exact, fault, tree)), out_dtype_(out_dtype) {
     const double s = sm_scale(c.scale, d.D);
     // sm_scale: tl.float32; the non-pow2 program multiplies it by log2(e) in f32.
     scale_ = exact ? s : static_cast<float>(s);
@@ -124,8 +164,10 @@ class StandardSdpa {
     if (c_.is_causal && j > i) return false;
     return !c_.mask || mask_keeps(b, i, j);
   }
+  // The programs read the mask at b * stride(0) + i * stride(2) + j *
+  // stride(3): head 0's rows where a tree lets dim 1 exceed 1.
   bool mask_keeps(int64_t b, int64_t i, int64_t j) const {
-    return c_.mask->data[(b * d_.Lq + i) * d_.Lkv + j] != 0.0;
+    return c_.mask->data[((b * c_.mask->size(1)) * d_.Lq + i) * d_.Lkv + j] != 0.0;
   }
 
   // The power-of-2 program's block_active for each (batch, BLOCK_M row
@@ -214,21 +256,15 @@ class StandardSdpa {
 
 }  // namespace
 
-KernelFn triton_sdpa_kernel(Numerics numerics, SdpaFault fault) {
-  return [numerics, fault](const KernelArgs& a) {
+KernelFn triton_sdpa_kernel(Numerics numerics, SdpaFault fault, SdpaTree tree) {
+  return [numerics, fault, tree](const KernelArgs& a) {
     const TritonCall c = read_triton_call(a);
-    validate_sdpa_inputs(c);
-    const Dims d = validate_qkv_shapes(c);
-    if (c.is_causal && d.Lq != d.Lkv)
-      runtime_error("Causal masking requires L_q == L_kv; got L_q=" + std::to_string(d.Lq) + ", L_kv=" +
-                    std::to_string(d.Lkv) + ". For decode (L_q < L_kv), use an explicit bool mask instead.");
-    sm_scale(c.scale, d.D);  // evaluated before the mask checks upstream
-    prepare_mask_params(c.mask, d.B, d.Lq, d.Lkv);
+    const Dims d = check_call(c, tree);
     // The power-of-2 program's tl.dot(q, tl.trans(k)) contracts over
     // HEAD_DIM = D; the other program's over BLOCK_D >= 16.
     if (is_power_of_2(d.D)) check_dot_k(d.D, "tl.dot(q, tl.trans(k)) in _sdpa_fwd_kernel_body");
     refuse_unmodeled_mask(c.mask);
-    return one_output(StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype(), fault).run());
+    return one_output(StandardSdpa(c, d, numerics == Numerics::exact, a.out_dtype(), fault, tree).run());
   };
 }
 

@@ -200,6 +200,72 @@ TEST(TritonSdpa, MqaWithoutEnableGqaRaises) {
   EXPECT_EQ(run(c).data, std::vector<double>(8 * kD, 1.0));
 }
 
+Tensor run_2025_12_17(const Spec& c, Numerics n = Numerics::emulated) {
+  return testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(n, SdpaFault::none, SdpaTree::dec_2025), c);
+}
+
+// executorch 2025-12-17 (4495d959e2, stored sdpa.py at 7739119): the
+// wrapper's texts and order of that tree.
+TEST(TritonSdpa2025_12_17, TheWrapperRefusesWithThatTreesTexts) {
+  auto f = [](auto...) { return 1.0; };
+  Spec mqa{bhld({1, 4, 2, kD}, f), bhld({1, 1, 2, kD}, f), bhld({1, 1, 2, kD}, f)};
+  EXPECT_EQ(raised([&] { run_2025_12_17(mqa); }).second, "Head dimension must match; got H_q=4, H_k=1, H_v=1.");
+  mqa.enable_gqa = true;
+  mqa.dropout_p = 0.5;  // dropout is checked first, then enable_gqa
+  EXPECT_EQ(raised([&] { run_2025_12_17(mqa); }).second,
+            "dropout_p must be 0.0 (not supported in this implementation).");
+  mqa.dropout_p = 0.0;
+  EXPECT_EQ(raised([&] { run_2025_12_17(mqa); }).second,
+            "enable_gqa must be False (not supported in this implementation).");
+  Spec causal{bhld({1, 1, 1, kD}, f), bhld({1, 1, 2, kD}, f), bhld({1, 1, 2, kD}, f)};
+  causal.is_causal = true;
+  EXPECT_EQ(raised([&] { run_2025_12_17(causal); }).second, "Causal masking requires L_q == L_kv; got L_q=1, L_kv=2.");
+  // Dim 1 of the mask is not checked; dims 0, 2, 3 are, in that order.
+  Spec mask{bhld({1, 1, 2, kD}, f), bhld({1, 1, 3, kD}, f), bhld({1, 1, 3, kD}, f), bools({1, 5, 2, 2}, std::vector<int>(20, 1))};
+  EXPECT_EQ(raised([&] { run_2025_12_17(mask); }).second,
+            "attn_mask shape mismatch: expected [B=1, H, L_q=2, L_kv=3], got torch.Size([1, 5, 2, 2])");
+  mask.mask = bools({2, 3}, std::vector<int>(6, 1));  // shape[0] = 2 != B: the text, before any IndexError
+  EXPECT_EQ(raised([&] { run_2025_12_17(mask); }).second,
+            "attn_mask shape mismatch: expected [B=1, H, L_q=2, L_kv=3], got torch.Size([2, 3])");
+  mask.mask = bools({1, 3}, std::vector<int>(3, 1));  // shape[0] = B, then shape[2] past the rank
+  EXPECT_EQ(raised([&] { run_2025_12_17(mask); }).second, "IndexError: tuple index out of range");
+  mask.mask = bools({1, 5, 2, 3}, std::vector<int>(30, 1));
+  EXPECT_EQ(run_2025_12_17(mask).data, run(Spec{mask.q, mask.k, mask.v, keep_all(1, 2, 3)}).data)
+      << "a per-head mask is taken";
+}
+
+// The programs of that tree read the mask at b * stride(0) + i * stride(2)
+// + j * stride(3): every head takes head 0's rows of a per-head mask, in
+// both programs, exactly as in the emulated arithmetic.
+TEST(TritonSdpa2025_12_17, EveryHeadReadsHeadZerosRowsOfAPerHeadMask) {
+  for (int64_t D : {kD, int64_t{3}}) {
+    auto qf = [](int64_t, int64_t h, int64_t i, int64_t e) { return std::sin(1.0 + h + i + 0.5 * e); };
+    auto kf = [](int64_t, int64_t h, int64_t j, int64_t e) { return std::cos(0.3 * j - e + h); };
+    // Head 0 keeps keys 0 and 1 of each row, head 1 keys 2 and 3.
+    std::vector<int> keep(2 * 2 * 4, 0);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) keep[i * 4 + j] = keep[8 + i * 4 + 2 + j] = 1;
+    Spec per_head{bhld({1, 2, 2, D}, qf), bhld({1, 2, 4, D}, kf), bhld({1, 2, 4, D}, kf), bools({1, 2, 2, 4}, keep)};
+    std::vector<int> head0(keep.begin(), keep.begin() + 8);
+    Spec shared{per_head.q, per_head.k, per_head.v, bools({1, 1, 2, 4}, head0)};
+    for (Numerics n : {Numerics::emulated, Numerics::exact})
+      EXPECT_EQ(run_2025_12_17(per_head, n).data, run_2025_12_17(shared, n).data) << "D " << D;
+    EXPECT_EQ(raised([&] { run(per_head); }).second.rfind("attn_mask head dimension must be 1", 0), 0u)
+        << "main refuses it";
+    // Batch 2: batch 1's rows start at stride(0) = H * Lq * Lkv. Its head 0
+    // keeps key 3 only, its head 1 key 0 only: each head takes key 3.
+    std::vector<int> two = keep;
+    two.resize(32, 0);
+    for (int i = 0; i < 2; ++i) two[16 + i * 4 + 3] = two[24 + i * 4] = 1;
+    Spec batched{bhld({2, 2, 2, D}, qf), bhld({2, 2, 4, D}, kf), bhld({2, 2, 4, D}, kf), bools({2, 2, 2, 4}, two)};
+    const Tensor out = run_2025_12_17(batched);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < D; ++e)
+        EXPECT_EQ(out.data[(((2 + h) * 2) + 1) * D + e], batched.v.data[((2 + h) * 4 + 3) * D + e])
+            << "D " << D << ", batch 1, head " << h;
+  }
+}
+
 TEST(TritonSdpa, PIsRoundedToBf16BeforePV) {
   // Scores 0 and -0.0625: P = (1, expf(-0.0625) = 0.93941307), bf16 0.9375; v = (0, 1).
   // bf16(0.9375 / 1.93941307) = 0.482421875; with P unrounded it would be 0.484375.
