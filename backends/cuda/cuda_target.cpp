@@ -273,9 +273,9 @@ class CudaFactory : public TargetFactory {
              "a wrong replacement (self-tests): the SDPA node without the fused call's scale, or without its "
              "enable_gqa"},
             {"executorch", {"main", "2025-12-17"}, "main",
-             "the ExecuTorch tree of triton.sdpa (triton=on; no effect with triton=off): main, or 2025-12-17 "
-             "(4495d959e2: enable_gqa refused, a mask [B, H, Lq, Lkv] of any H read at head 0 for every head, "
-             "no safe_diff, no tile skipping)"},
+             "the ExecuTorch tree of the Triton pass and triton.sdpa (triton=on; no effect with triton=off): "
+             "main, or 2025-12-17 (4495d959e2: every SDPA to triton.sdpa, no split-K; enable_gqa refused, a mask "
+             "[B, H, Lq, Lkv] of any H read at head 0 for every head, no safe_diff, no tile skipping)"},
             {"kernel_mutant", {"none", "triton-unsafe-softmax"}, "none",
              "a wrong Triton kernel (self-tests; no effect with triton=off): triton-unsafe-softmax, triton.sdpa's "
              "online softmax as at executorch 4495d959e2, without safe_diff and tile skipping (NaN from a tile "
