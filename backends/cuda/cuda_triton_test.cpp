@@ -23,6 +23,13 @@ struct Fixture : TargetFixture {
   CaseResult check(const Options& o, const Case& c) const {
     return run_case(*registry.make("cuda", o), *reference, c);
   }
+  TargetRun campaign(const Options& o, const GenPolicy& p, uint64_t seed, int64_t cases) const {
+    CampaignOptions co;
+    co.seed = seed;
+    co.cases = cases;
+    return run_target_campaign(*registry.make("cuda", o), *reference,
+                               [p](const CaseSpace& s) { return gen_case(p, s); }, co);
+  }
 };
 
 const Fixture& fixture() {
@@ -45,12 +52,7 @@ Case decode(double magnitude) {
 }
 
 TEST(CudaTriton, TheRoutedPipelineFailsOnlyWhereTheTritonKernelsDo) {
-  auto target = fixture().registry.make("cuda", {{"triton", "on"}});
-  CampaignOptions o;
-  o.seed = 20261130;
-  o.cases = 600;
-  TargetRun r = run_target_campaign(*target, *fixture().reference,
-                                    [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); }, o);
+  TargetRun r = fixture().campaign({{"triton", "on"}}, GenPolicy::defaults(), 20261130, 600);
   for (const char* v : {"rounded-constant", "crash", "unexpected-error", "entry-disagree", "oracle-disagree",
                         "broken-invariant", "inaccurate-kernel"})
     EXPECT_EQ(r.verdicts[v], 0) << v << "\n" << run_summary_text({r});
@@ -164,12 +166,8 @@ TEST(CudaTriton, APaddedFlashDecodeCallRoutesToSplitK) {
 // generators find a fully masked row, NaN where aten gives 0, on the
 // triton.sdpa node, and shrink it to one query row.
 TEST(CudaTriton, TheUnsafeSoftmaxMutantIsCaughtAsNaNAndShrunk) {
-  auto target = fixture().registry.make("cuda", {{"triton", "on"}, {"kernel_mutant", "triton-unsafe-softmax"}});
-  CampaignOptions o;
-  o.seed = 1;
-  o.cases = 2000;
-  TargetRun r = run_target_campaign(*target, *fixture().reference,
-                                    [](const CaseSpace& s) { return gen_case(GenPolicy::defaults(), s); }, o);
+  TargetRun r = fixture().campaign({{"triton", "on"}, {"kernel_mutant", "triton-unsafe-softmax"}},
+                                  GenPolicy::defaults(), 1, 2000);
   const WrittenFinding* w = nullptr;
   for (const auto& f : r.findings)
     if (!w && f.verdict == "nan-mismatch") w = &f;
@@ -237,17 +235,13 @@ TEST(CudaTriton, TheKernelMutantIsNamedAsASelfTestDeviationOfTheRepro) {
 // finds it at case 69 (seed 1: at case 1,901; at case 501 before the
 // Triton space drew head dims of at least 16 at every size).
 TEST(CudaTriton, SplitKFixedMaxIsFoundByTheGeneratorsFromAFixedSeed) {
-  auto target = fixture().registry.make("cuda", {{"triton", "on"}});
   GenPolicy p = GenPolicy::large();
   p.max_batch = 2;
   p.batch_rank_weights = {3, 1};
   p.mask_kind_weights = GenPolicy::defaults().mask_kind_weights;
   p.p_long_len = 0;
   p.p_serving_mask = 0;
-  CampaignOptions o;
-  o.seed = 33;
-  o.cases = 120;
-  TargetRun r = run_target_campaign(*target, *fixture().reference, [p](const CaseSpace& s) { return gen_case(p, s); }, o);
+  TargetRun r = fixture().campaign({{"triton", "on"}}, p, 33, 120);
   const WrittenFinding* w = nullptr;
   for (const auto& f : r.findings)
     if (!w && f.finding.first_node.find("sdpa_decode_splitk") != std::string::npos &&

@@ -17,9 +17,12 @@ using testing::bools;
 using testing::raised;
 using Spec = testing::TritonCallSpec;
 
-Tensor run(const Spec& c, Numerics n = Numerics::emulated) {
-  return testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(n), c);
+Tensor run(const Spec& c, Numerics n = Numerics::emulated, SdpaFault fault = SdpaFault::none,
+           SdpaTree tree = SdpaTree::main) {
+  return testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(n, fault, tree), c);
 }
+
+Tensor run_unsafe(const Spec& c) { return run(c, Numerics::emulated, SdpaFault::unsafe_softmax); }
 
 // The smallest power-of-2 D the power-of-2 program compiles for (tl.dot's K).
 constexpr int64_t kD = 16;
@@ -97,8 +100,7 @@ TEST(TritonSdpa, TheUnsafeSoftmaxMutantGivesNaNFromATileBeforeARowsFirstKeptKey)
     for (int64_t j = 0; j < Lkv; ++j) keep[2 * Lkv + j] = 1;   // row 2: every key
     Spec c{bhld({1, 1, 3, D}, f), bhld({1, 1, Lkv, D}, f), bhld({1, 1, Lkv, D}, f), bools({1, 1, 3, Lkv}, keep)};
     const Tensor safe = run(c);
-    const Tensor unsafe = testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(Numerics::emulated,
-                                                                                SdpaFault::unsafe_softmax), c);
+    const Tensor unsafe = run_unsafe(c);
     for (int64_t e = 0; e < D; ++e) {
       EXPECT_EQ(at(safe, 0, 0, e), 0.0) << "D " << D;
       EXPECT_TRUE(std::isfinite(at(safe, 0, 1, e))) << "D " << D;
@@ -108,10 +110,8 @@ TEST(TritonSdpa, TheUnsafeSoftmaxMutantGivesNaNFromATileBeforeARowsFirstKeptKey)
     }
     Spec alone{bhld({1, 1, 1, D}, f), bhld({1, 1, Lkv, D}, f), bhld({1, 1, Lkv, D}, f),
                bools({1, 1, 1, Lkv}, std::vector<int>(static_cast<size_t>(Lkv), 0))};
-    const Tensor alone_unsafe = testing::run_triton(
-        kTritonSdpaOp, triton_sdpa_kernel(Numerics::emulated, SdpaFault::unsafe_softmax), alone);
     EXPECT_EQ(run(alone).data, std::vector<double>(static_cast<size_t>(D), 0.0)) << "D " << D;
-    for (double o : alone_unsafe.data) EXPECT_TRUE(std::isnan(o)) << "D " << D << ": a fully masked row alone";
+    for (double o : run_unsafe(alone).data) EXPECT_TRUE(std::isnan(o)) << "D " << D << ": a fully masked row alone";
   }
 }
 
@@ -201,7 +201,7 @@ TEST(TritonSdpa, MqaWithoutEnableGqaRaises) {
 }
 
 Tensor run_2025_12_17(const Spec& c, Numerics n = Numerics::emulated) {
-  return testing::run_triton(kTritonSdpaOp, triton_sdpa_kernel(n, SdpaFault::none, SdpaTree::dec_2025), c);
+  return run(c, n, SdpaFault::none, SdpaTree::dec_2025);
 }
 
 // executorch 2025-12-17 (4495d959e2, stored sdpa.py at 7739119): the
@@ -232,6 +232,9 @@ TEST(TritonSdpa2025_12_17, TheWrapperRefusesWithThatTreesTexts) {
   mask.mask = bools({1, 5, 2, 3}, std::vector<int>(30, 1));
   EXPECT_EQ(run_2025_12_17(mask).data, run(Spec{mask.q, mask.k, mask.v, keep_all(1, 2, 3)}).data)
       << "a per-head mask is taken";
+  mask.mask = bools({1, 0, 2, 3}, {});  // passes the checks, but has no head 0 to read
+  EXPECT_EQ(raised([&] { run_2025_12_17(mask); }),
+            std::make_pair(KernelError::Kind::unsupported, std::string("attn_mask with a size-0 head dim: not modeled")));
 }
 
 // The programs of that tree read the mask at b * stride(0) + i * stride(2)
